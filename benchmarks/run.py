@@ -1,0 +1,49 @@
+"""Time a clean book build, nbval alone and the whole test run (installs excluded).
+
+Run with ``python3 dev.py bench``. Prints seconds; the budgets (2 cores) are a clean build
+<= 60 s and the whole test run <= 120 s. Timing lives here, never in the tests.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+BUDGETS = {"clean book build": 60.0, "whole test run": 120.0}
+PYTEST = [str(BIN / "python"), "-m", "pytest", "-q", "-n", "2", "--dist", "loadscope",
+          "--nbval-current-env", "--nbval-sanitize-with", "tests/nbval_sanitize.cfg",
+          "-p", "no:cacheprovider"]
+
+
+def timed(label: str, cmd: list[str], before=None) -> float:
+    if before:
+        before()
+    t0 = time.perf_counter()
+    result = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env=dict(os.environ, PYTHONHASHSEED="0", MPLBACKEND="Agg"))
+    seconds = time.perf_counter() - t0
+    status = "ok" if result.returncode == 0 else f"FAILED (exit {result.returncode})"
+    budget = BUDGETS.get(label)
+    note = f" (budget {budget:.0f} s)" if budget else ""
+    print(f"{label:<20} {seconds:7.1f} s  {status}{note}", flush=True)
+    return seconds
+
+
+def main() -> int:
+    print(f"{os.cpu_count()} cores")
+    timed("clean book build", [str(BIN / "jupyter-book"), "build", ".", "-W", "-n", "--keep-going"],
+          before=lambda: shutil.rmtree(ROOT / "_build", ignore_errors=True))
+    timed("nbval alone", PYTEST + ["--nbval", "chapters"])
+    timed("package tests", PYTEST + ["tests"])
+    timed("whole test run", [sys.executable, str(ROOT / "dev.py"), "test"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

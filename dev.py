@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""The project's single entry point. Needs only Python 3 (>= 3.10) to start.
+
+    python3 dev.py book      set up .venv (book requirements) and build the book (zero warnings)
+    python3 dev.py test      set up .venv (test requirements) and run every test: ruff, pytest,
+                             nbval over every chapter notebook
+    python3 dev.py execute   re-execute every chapter notebook in place (after an edit)
+    python3 dev.py bench     time a clean book build, nbval alone and the whole test run
+
+Each command creates ``.venv`` and installs what it needs first (skipped when the requirement
+files have not changed since the last install). ``make book`` / ``make test`` call these.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
+PY = BIN / "python"
+
+REQUIREMENTS = {
+    "book": ["requirements.txt"],
+    "test": ["requirements.txt", "requirements-test.txt"],
+}
+
+
+def run(*cmd: str | Path, env: dict[str, str] | None = None) -> None:
+    print("+", " ".join(str(c) for c in cmd), flush=True)
+    result = subprocess.run([str(c) for c in cmd], cwd=ROOT, env=env)
+    if result.returncode:
+        sys.exit(result.returncode)
+
+
+def setup(kind: str) -> None:
+    """Create .venv and install the requirements of ``kind`` ("book" or "test") and llmmath."""
+    if sys.version_info < (3, 10):
+        sys.exit(f"Python >= 3.10 is required, this is {sys.version.split()[0]}")
+    if not PY.exists():
+        print(f"creating {VENV.name}/", flush=True)
+        venv.EnvBuilder(with_pip=True).create(VENV)
+    files = ["constraints.txt", "pyproject.toml", *REQUIREMENTS[kind]]
+    digest = hashlib.sha256(b"".join((ROOT / f).read_bytes() for f in files)).hexdigest()
+    stamp = VENV / f".installed-{kind}"
+    if stamp.exists() and stamp.read_text() == digest:
+        return
+    run(PY, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--upgrade", "pip")
+    args = [a for f in REQUIREMENTS[kind][-1:] for a in ("-r", f)]
+    run(PY, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *args,
+        "-c", "constraints.txt", "-e", ".")
+    stamp.write_text(digest)
+
+
+def book() -> None:
+    setup("book")
+    shutil.rmtree(ROOT / "_build", ignore_errors=True)
+    run(BIN / "jupyter-book", "build", ".", "-W", "-n", "--keep-going")
+    print(f"\nThe book is at {ROOT / '_build' / 'html' / 'index.html'}")
+
+
+def test() -> None:
+    setup("test")
+    run(BIN / "ruff", "check", ".")
+    env = dict(os.environ, PYTHONHASHSEED="0", MPLBACKEND="Agg")
+    run(PY, "-m", "pytest", "-n", "2", "--dist", "loadscope", "--nbval", "--nbval-current-env",
+        "--nbval-sanitize-with", "tests/nbval_sanitize.cfg", "-p", "no:cacheprovider", env=env)
+
+
+def execute() -> None:
+    setup("test")
+    run(PY, "scripts/execute.py", *sys.argv[2:])
+
+
+def bench() -> None:
+    setup("test")
+    run(PY, "benchmarks/run.py")
+
+
+COMMANDS = {"book": book, "test": test, "execute": execute, "bench": bench}
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2 or sys.argv[1] not in COMMANDS:
+        print(__doc__)
+        sys.exit(2)
+    COMMANDS[sys.argv[1]]()

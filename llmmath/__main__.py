@@ -1,0 +1,7 @@
+"""``python -m llmmath``: see :mod:`llmmath.cli`."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

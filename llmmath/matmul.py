@@ -1,0 +1,202 @@
+"""The cost of a matrix multiply.
+
+Derived in chapter :doc:`/chapters/matmul-cost`. Convention: ``A`` is ``m x n``, ``B`` is
+``n x p`` (``n`` is the inner, contracted dimension) and ``C = A B`` is ``m x p``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import numpy as np
+
+from ._validate import check_choice, check_int
+
+__all__ = [
+    "OpCount",
+    "matmul_flops",
+    "batched_matmul_flops",
+    "naive_matmul",
+    "counted_matmul",
+    "chain_flops",
+    "optimal_chain_order",
+    "measure_matmul_flops_per_second",
+]
+
+
+class OpCount(NamedTuple):
+    """Scalar operations performed by a multiply: multiplications and additions."""
+
+    mults: int
+    adds: int
+
+    @property
+    def flops(self) -> int:
+        """Total floating-point operations, ``mults + adds``."""
+        return self.mults + self.adds
+
+
+def matmul_flops(m: int, n: int, p: int, exact: bool = False) -> int:
+    """FLOPs of ``(m x n) @ (n x p)``.
+
+    Each of the ``m p`` outputs is a dot product of length ``n``: ``n`` multiplications and
+    ``n - 1`` additions. So the exact count is ``m p (2 n - 1)`` (``exact=True``); the convention
+    used throughout the literature and this book is ``2 m n p`` (a fused multiply-add counts as
+    two FLOPs, and an accumulator starting at zero would make it exact). The relative error of the
+    convention is ``1 / (2 n - 1)``.
+    """
+    m = check_int("m", m)
+    n = check_int("n", n)
+    p = check_int("p", p)
+    if not isinstance(exact, bool):
+        raise TypeError(f"exact must be True or False, got {exact!r}")
+    return m * p * (2 * n - 1) if exact else 2 * m * n * p
+
+
+def batched_matmul_flops(batch_shape: Sequence[int], m: int, n: int, p: int, exact: bool = False) -> int:
+    """FLOPs of a batched product ``[*batch, m, n] @ [*batch, n, p]`` (or ``[*batch, m, n] @ [n, p]``).
+
+    A batched product is ``prod(batch_shape)`` independent products, so its cost is
+    ``prod(batch_shape) * matmul_flops(m, n, p)``. Example: ``[b, s, h] @ [h, h]`` is
+    ``batched_matmul_flops([b], s, h, h) = 2 b s h^2``.
+    """
+    if isinstance(batch_shape, (str, bytes)) or not isinstance(batch_shape, Sequence):
+        raise TypeError(f"batch_shape must be a sequence of integers, got {batch_shape!r}")
+    count = 1
+    for i, d in enumerate(batch_shape):
+        count *= check_int(f"batch_shape[{i}]", d)
+    return count * matmul_flops(m, n, p, exact=exact)
+
+
+def naive_matmul(a: Sequence[Sequence[float]], b: Sequence[Sequence[float]]) -> tuple[list[list[float]], OpCount]:
+    """Multiply two matrices (nested lists) with the schoolbook triple loop, counting every operation.
+
+    Each output element starts from its first product (no addition to a zero accumulator), so the
+    counts are exactly ``m n p`` multiplications and ``m p (n - 1)`` additions. Slow on purpose: it
+    is the reference that :func:`matmul_flops` is checked against.
+    """
+    a_arr, b_arr = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if a_arr.ndim != 2 or b_arr.ndim != 2:
+        raise ValueError(f"a and b must be 2-D matrices, got shapes {a_arr.shape} and {b_arr.shape}")
+    m, n = a_arr.shape
+    n2, p = b_arr.shape
+    if n != n2:
+        raise ValueError(f"inner dimensions must agree: a is {m}x{n} but b is {n2}x{p}")
+    if 0 in (m, n, p):
+        raise ValueError(f"matrices must be non-empty, got shapes {a_arr.shape} and {b_arr.shape}")
+    mults = adds = 0
+    out = [[0.0] * p for _ in range(m)]
+    for i in range(m):
+        for j in range(p):
+            acc = float(a_arr[i, 0]) * float(b_arr[0, j])
+            mults += 1
+            for k in range(1, n):
+                acc += float(a_arr[i, k]) * float(b_arr[k, j])
+                mults += 1
+                adds += 1
+            out[i][j] = acc
+    return out, OpCount(mults, adds)
+
+
+def counted_matmul(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, int]:
+    """Return ``a @ b`` and its FLOPs under the ``2 m n p`` convention (batched operands allowed).
+
+    This is the multiply every hand-written backward pass in llmmath goes through, so that the
+    FLOPs of a whole forward or backward pass are the sum of the products it actually performs.
+    """
+    a = np.asarray(a)
+    b = np.asarray(b)
+    if a.ndim < 2 or b.ndim < 2:
+        raise ValueError(f"a and b must have at least 2 dimensions, got shapes {a.shape} and {b.shape}")
+    if a.shape[-1] != b.shape[-2]:
+        raise ValueError(f"inner dimensions must agree: a is {a.shape} but b is {b.shape}")
+    out = a @ b
+    m, n, p = a.shape[-2], a.shape[-1], b.shape[-1]
+    n_products = int(np.prod(out.shape[:-2], dtype=np.int64)) if out.ndim > 2 else 1
+    return out, n_products * 2 * m * n * p
+
+
+def chain_flops(dims: Sequence[int], order: str | tuple) -> int:
+    """FLOPs (``2 m n p`` convention) of a matrix chain ``A_1 A_2 ... A_k`` in a given order.
+
+    ``dims`` has ``k + 1`` entries: ``A_i`` is ``dims[i-1] x dims[i]``. ``order`` is
+    ``"left"`` (``((A_1 A_2) A_3) ...``), ``"right"`` (``A_1 (A_2 (A_3 ...))``) or a nested tuple
+    of 0-based matrix indices, e.g. ``(0, (1, 2))`` for ``A_1 (A_2 A_3)``.
+    """
+    dims = [check_int(f"dims[{i}]", d) for i, d in enumerate(dims)]
+    k = len(dims) - 1
+    if k < 1:
+        raise ValueError(f"dims must have at least 2 entries (one matrix), got {len(dims)}")
+    if isinstance(order, str):
+        check_choice("order", order, ("left", "right"))
+        tree: object = 0
+        if order == "left":
+            for i in range(1, k):
+                tree = (tree, i)
+        else:
+            tree = k - 1
+            for i in range(k - 2, -1, -1):
+                tree = (i, tree)
+    else:
+        tree = order
+
+    seen: list[int] = []
+
+    def cost(node: object) -> tuple[int, int, int]:  # (rows, cols, flops)
+        if isinstance(node, (int, np.integer)) and not isinstance(node, bool):
+            if not 0 <= node < k:
+                raise ValueError(f"order refers to matrix {node}, but there are only {k} (0..{k - 1})")
+            seen.append(int(node))
+            return dims[node], dims[node + 1], 0
+        if not (isinstance(node, tuple) and len(node) == 2):
+            raise ValueError(f"order must be 'left', 'right' or a nested pair of indices, got {node!r}")
+        r1, c1, f1 = cost(node[0])
+        r2, c2, f2 = cost(node[1])
+        if c1 != r2:
+            raise ValueError(f"order multiplies incompatible shapes {r1}x{c1} and {r2}x{c2}")
+        return r1, c2, f1 + f2 + 2 * r1 * c1 * c2
+
+    _, _, total = cost(tree)
+    if sorted(seen) != list(range(k)):
+        raise ValueError(f"order must use every matrix 0..{k - 1} exactly once, in order; got {order!r}")
+    return total
+
+
+def optimal_chain_order(dims: Sequence[int]) -> tuple[int, object]:
+    """Cheapest parenthesisation of a matrix chain by dynamic programming (CLRS section 15.2).
+
+    Returns ``(flops, order)`` with ``order`` a nested tuple accepted by :func:`chain_flops`.
+    """
+    dims = [check_int(f"dims[{i}]", d) for i, d in enumerate(dims)]
+    k = len(dims) - 1
+    if k < 1:
+        raise ValueError(f"dims must have at least 2 entries (one matrix), got {len(dims)}")
+    best: dict[tuple[int, int], tuple[int, object]] = {(i, i): (0, i) for i in range(k)}
+    for length in range(2, k + 1):
+        for i in range(0, k - length + 1):
+            j = i + length - 1
+            options = []
+            for s in range(i, j):
+                fl, fr = best[(i, s)][0], best[(s + 1, j)][0]
+                options.append((fl + fr + 2 * dims[i] * dims[s + 1] * dims[j + 1], (best[(i, s)][1], best[(s + 1, j)][1])))
+            best[(i, j)] = min(options, key=lambda t: t[0])
+    return best[(0, k - 1)]
+
+
+def measure_matmul_flops_per_second(n: int = 512, repeats: int = 5, seed: int = 0) -> float:
+    """Measured FLOP/s of ``numpy`` on an ``n x n`` by ``n x n`` float64 product (best of ``repeats``).
+
+    Machine-dependent by nature: an illustration, never a number the book's tests compare.
+    """
+    n = check_int("n", n)
+    repeats = check_int("repeats", repeats)
+    rng = np.random.default_rng(seed)
+    a, b = rng.standard_normal((n, n)), rng.standard_normal((n, n))
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        a @ b
+        best = min(best, time.perf_counter() - t0)
+    return matmul_flops(n, n, n) / best

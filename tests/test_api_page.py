@@ -1,0 +1,23 @@
+"""The API appendix lists every public name of llmmath (regenerate with scripts/gen_api.py)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import llmmath
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_api_page_is_up_to_date():
+    spec = importlib.util.spec_from_file_location("gen_api", ROOT / "scripts" / "gen_api.py")
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    page = (ROOT / "chapters" / "api.md").read_text(encoding="utf-8")
+    assert page == gen.render(), "chapters/api.md is stale: run python scripts/gen_api.py"
+
+
+def test_every_public_name_exists():
+    missing = [name for name in llmmath.__all__ if not hasattr(llmmath, name)]
+    assert not missing
