@@ -41,7 +41,7 @@ def run(*cmd: str | Path, env: dict[str, str] | None = None) -> None:
 
 def setup(kind: str) -> None:
     """Create .venv and install the requirements of ``kind`` ("book" or "test") and llmmath."""
-    if sys.version_info < (3, 10):
+    if sys.version_info < (3, 10):  # noqa: UP036 - dev.py may be started by an older python3
         sys.exit(f"Python >= 3.10 is required, this is {sys.version.split()[0]}")
     if not PY.exists():
         print(f"creating {VENV.name}/", flush=True)

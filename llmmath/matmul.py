@@ -180,7 +180,8 @@ def optimal_chain_order(dims: Sequence[int]) -> tuple[int, object]:
             options = []
             for s in range(i, j):
                 fl, fr = best[(i, s)][0], best[(s + 1, j)][0]
-                options.append((fl + fr + 2 * dims[i] * dims[s + 1] * dims[j + 1], (best[(i, s)][1], best[(s + 1, j)][1])))
+                flops = fl + fr + 2 * dims[i] * dims[s + 1] * dims[j + 1]
+                options.append((flops, (best[(i, s)][1], best[(s + 1, j)][1])))
             best[(i, j)] = min(options, key=lambda t: t[0])
     return best[(0, k - 1)]
 
