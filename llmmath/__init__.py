@@ -17,6 +17,26 @@ from .matmul import (
     naive_matmul,
     optimal_chain_order,
 )
+from .optim import (
+    OPTIMIZERS,
+    AdamConfig,
+    AdamWConfig,
+    MomentumConfig,
+    OptimizerState,
+    RMSPropConfig,
+    SGDConfig,
+    adam_step,
+    adamw_step,
+    bias_correction_factor,
+    init_state,
+    momentum_step,
+    optimize,
+    rmsprop_step,
+    round_to_bfloat16,
+    sgd_step,
+    state_bytes_per_param,
+    state_tensors,
+)
 from .presets import PRESETS, preset, preset_names
 
 __version__ = "0.1.0"
@@ -37,4 +57,23 @@ __all__ = [
     "PRESETS",
     "preset",
     "preset_names",
+    # optimizers (chapter optimizers); the generic dispatcher is llmmath.optim.step
+    "OPTIMIZERS",
+    "state_tensors",
+    "state_bytes_per_param",
+    "SGDConfig",
+    "MomentumConfig",
+    "RMSPropConfig",
+    "AdamConfig",
+    "AdamWConfig",
+    "OptimizerState",
+    "init_state",
+    "sgd_step",
+    "momentum_step",
+    "rmsprop_step",
+    "adam_step",
+    "adamw_step",
+    "optimize",
+    "bias_correction_factor",
+    "round_to_bfloat16",
 ]
