@@ -17,6 +17,20 @@ from .matmul import (
     naive_matmul,
     optimal_chain_order,
 )
+from .memory import (
+    ACTIVATION_IMPLEMENTATIONS,
+    ACTIVATION_TERMS,
+    PRECISIONS,
+    RECOMPUTE_MODES,
+    TRAINING_STATE_KEYS,
+    activation_bytes,
+    hf_gpt2_block_saved_bytes,
+    kv_cache_bytes,
+    largest_batch,
+    saved_tensors_by_node,
+    training_state_bytes,
+    weight_bytes,
+)
 from .optim import (
     OPTIMIZERS,
     AdamConfig,
@@ -37,7 +51,20 @@ from .optim import (
     state_bytes_per_param,
     state_tensors,
 )
+from .params import (
+    BREAKDOWN_KEYS,
+    EMBEDDING_KEYS,
+    QUOTED_ACTIVE_SIZES,
+    QUOTED_SIZES,
+    active_param_count,
+    base_model_param_count,
+    layer_param_count,
+    non_embedding_param_count,
+    param_breakdown,
+    param_count,
+)
 from .presets import PRESETS, preset, preset_names
+from .units import DTYPES, GB, UNITS, GiB, bytes_for, dtype_bits, format_bytes, to_gb, to_gib, to_unit
 
 __version__ = "0.1.0"
 
@@ -57,6 +84,17 @@ __all__ = [
     "PRESETS",
     "preset",
     "preset_names",
+    # parameters (chapter parameter-counts)
+    "param_count",
+    "param_breakdown",
+    "active_param_count",
+    "non_embedding_param_count",
+    "layer_param_count",
+    "base_model_param_count",
+    "BREAKDOWN_KEYS",
+    "EMBEDDING_KEYS",
+    "QUOTED_SIZES",
+    "QUOTED_ACTIVE_SIZES",
     # optimizers (chapter optimizers); the generic dispatcher is llmmath.optim.step
     "OPTIMIZERS",
     "state_tensors",
@@ -76,4 +114,27 @@ __all__ = [
     "optimize",
     "bias_correction_factor",
     "round_to_bfloat16",
+    # memory (chapter memory)
+    "PRECISIONS",
+    "TRAINING_STATE_KEYS",
+    "RECOMPUTE_MODES",
+    "ACTIVATION_IMPLEMENTATIONS",
+    "ACTIVATION_TERMS",
+    "weight_bytes",
+    "training_state_bytes",
+    "activation_bytes",
+    "kv_cache_bytes",
+    "largest_batch",
+    "saved_tensors_by_node",
+    "hf_gpt2_block_saved_bytes",
+    "GB",
+    "GiB",
+    "UNITS",
+    "DTYPES",
+    "dtype_bits",
+    "bytes_for",
+    "to_unit",
+    "to_gb",
+    "to_gib",
+    "format_bytes",
 ]
