@@ -69,8 +69,9 @@ def render() -> str:
                 extra = "   :members:\n"
             elif callable(obj):
                 directive, extra = "autofunction", ""
-            else:
-                directive, extra = "autodata", "   :annotation:\n"
+            else:  # data: document it where its ``#:`` comment is
+                parts.append(f"\n.. autodata:: {mod}.{name}\n   :no-value:\n")
+                continue
             parts.append(f"\n.. {directive}:: {name}\n{extra}")
         parts.append("```\n")
     return "".join(parts)

@@ -1,0 +1,393 @@
+"""FLOPs of a transformer's forward and backward pass, and the training time they imply.
+
+Derived in chapter :doc:`/chapters/transformer-flops`. Convention: a product of an ``m x k`` and a
+``k x n`` matrix costs ``2 m k n`` FLOPs (:func:`llmmath.matmul_flops`); only matrix multiplies
+are counted, as ``torch.utils.flop_counter.FlopCounterMode`` does, and ``tests/test_flops.py``
+checks the counts against it exactly for every decoder family llmmath supports.
+
+Symbols: ``b`` batch, ``s`` sequence length, ``T = b s`` tokens, ``L`` layers, ``h`` hidden size,
+``e`` embedding width, ``a`` query heads, ``a_kv`` key/value heads, ``d`` head dimension,
+``d_q = a d``, ``d_kv = a_kv d``, ``f`` MLP width, ``E`` experts of which ``k`` per token, ``V``
+vocabulary.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+
+from ._validate import check_array_positive, check_bool, check_fraction, check_int, check_positive
+from .config import TransformerConfig
+from .params import non_embedding_param_count
+
+__all__ = [
+    "FLOPS_KEYS",
+    "LAYER_KEYS",
+    "flops_breakdown",
+    "forward_flops",
+    "layer_forward_flops",
+    "training_flops",
+    "training_flops_per_token",
+    "approx_training_flops",
+    "attention_flops_share",
+    "kaplan_forward_flops_per_token",
+    "megatron_training_flops",
+    "palm_training_flops_per_token",
+    "nonmatmul_flops",
+    "training_days",
+    "training_seconds",
+    "mfu",
+    "hfu",
+]
+
+SECONDS_PER_DAY = 86_400
+
+#: The keys of :func:`flops_breakdown`, in order (every key is always present, 0 when absent).
+FLOPS_KEYS = (
+    "embedding",
+    "embedding_projection",
+    "q_proj",
+    "k_proj",
+    "v_proj",
+    "attn_scores",
+    "attn_values",
+    "o_proj",
+    "router",
+    "mlp_gate",
+    "mlp_up",
+    "mlp_down",
+    "pooler",
+    "lm_head",
+)
+
+#: The keys of :data:`FLOPS_KEYS` computed inside the transformer layers (what activation
+#: recomputation re-runs).
+LAYER_KEYS = (
+    "q_proj",
+    "k_proj",
+    "v_proj",
+    "attn_scores",
+    "attn_values",
+    "o_proj",
+    "router",
+    "mlp_gate",
+    "mlp_up",
+    "mlp_down",
+)
+
+
+def _check_cfg(cfg: Any) -> TransformerConfig:
+    if not isinstance(cfg, TransformerConfig):
+        raise TypeError(f"cfg must be a TransformerConfig, got {type(cfg).__name__}")
+    return cfg
+
+
+def _check_shape(cfg: TransformerConfig, batch: Any, seq: Any) -> tuple[int, int]:
+    batch = check_int("batch", batch)
+    seq = check_int("seq", seq)
+    if cfg.position == "learned" and seq > cfg.max_position:
+        raise ValueError(
+            f"seq must be an integer <= {cfg.max_position} (the learned position table of "
+            f"{cfg.name!r} has {cfg.max_position} positions), got {seq}"
+        )
+    return batch, seq
+
+
+def flops_breakdown(
+    cfg: TransformerConfig, batch: int, seq: int, *, skip_masked: bool = False
+) -> dict[str, int]:
+    """Exact matrix-multiply FLOPs of one forward pass, per component, summed over all layers.
+
+    With ``T = b s`` tokens (keys in the order of :data:`FLOPS_KEYS`):
+
+    - ``embedding``: 0 (a table lookup multiplies nothing).
+    - ``embedding_projection``: ``2 * 2 T e h`` when ``e != h`` (OPT-350m's project_in/out).
+    - ``q_proj`` ``2 T h d_q L``; ``k_proj`` = ``v_proj`` = ``2 T h d_kv L`` (GQA/MQA shrink ``d_kv``).
+    - ``attn_scores`` = ``attn_values`` = ``2 b a s^2 d L``: ``Q K^T`` and ``P V`` over the full
+      ``s x s`` matrix, as eager attention computes them; with ``skip_masked=True`` only the
+      ``s (s + 1) / 2`` entries a causal mask keeps: ``b a s (s + 1) d L``.
+    - ``o_proj``: ``2 T d_q h L``.
+    - ``router``: ``2 T h E L`` (mixture of experts only).
+    - ``mlp_up``, ``mlp_down`` (and ``mlp_gate`` for a gated MLP): ``2 T h f L`` each, times
+      ``k`` for a mixture of experts (a token passes through its ``k`` experts only).
+    - ``pooler``: ``2 b h^2`` (BERT's pooler, first token only).
+    - ``lm_head``: ``2 T e V`` (logits at every position; for a BERT-style encoder, the
+      masked-LM decoder without its transform layer).
+
+    Bias additions, norms, softmax and activations are not matrix multiplies (see
+    :func:`nonmatmul_flops`). Derived in chapter :doc:`/chapters/transformer-flops`.
+    """
+    cfg = _check_cfg(cfg)
+    b, s = _check_shape(cfg, batch, seq)
+    check_bool("skip_masked", skip_masked)
+    if skip_masked and not cfg.causal:
+        raise ValueError("skip_masked=True needs a causal model (cfg.causal is False)")
+    T = b * s
+    L, h, e, V, f = cfg.n_layers, cfg.hidden_size, cfg.embedding_dim, cfg.vocab_size, cfg.ffn_size
+    d_q, d_kv, a, d = cfg.q_dim, cfg.kv_dim, cfg.n_heads, cfg.head_dim
+    entries = s * (s + 1) // 2 if skip_masked else s * s
+    k = cfg.experts_per_token if cfg.is_moe else 1
+    out = dict.fromkeys(FLOPS_KEYS, 0)
+    out["embedding_projection"] = 2 * (2 * T * e * h) if e != h else 0
+    out["q_proj"] = 2 * T * h * d_q * L
+    out["k_proj"] = 2 * T * h * d_kv * L
+    out["v_proj"] = 2 * T * h * d_kv * L
+    out["attn_scores"] = 2 * b * a * entries * d * L
+    out["attn_values"] = 2 * b * a * entries * d * L
+    out["o_proj"] = 2 * T * d_q * h * L
+    out["router"] = 2 * T * h * cfg.n_experts * L if cfg.is_moe else 0
+    out["mlp_gate"] = 2 * T * h * f * k * L if cfg.ffn_kind == "gated" else 0
+    out["mlp_up"] = 2 * T * h * f * k * L
+    out["mlp_down"] = 2 * T * f * h * k * L
+    out["pooler"] = 2 * b * h * h if cfg.pooler else 0
+    out["lm_head"] = 2 * T * e * V
+    return out
+
+
+def forward_flops(cfg: TransformerConfig, batch: int, seq: int, *, skip_masked: bool = False) -> int:
+    """Exact matrix-multiply FLOPs of one forward pass of ``batch`` sequences of ``seq`` tokens.
+
+    The sum of :func:`flops_breakdown`. For a GPT-style model (``d_q = d_kv = h``, ``f = 4h``)
+    this is ``L (24 b s h^2 + 4 b s^2 h) + 2 b s h V``. Derived in chapter
+    :doc:`/chapters/transformer-flops`.
+    """
+    return sum(flops_breakdown(cfg, batch, seq, skip_masked=skip_masked).values())
+
+
+def layer_forward_flops(cfg: TransformerConfig, batch: int, seq: int, *, skip_masked: bool = False) -> int:
+    """Matrix-multiply FLOPs of the forward pass of the ``L`` transformer layers only (the part
+    activation recomputation runs again): the :data:`LAYER_KEYS` of :func:`flops_breakdown`.
+    Derived in chapter :doc:`/chapters/transformer-flops`.
+    """
+    bd = flops_breakdown(cfg, batch, seq, skip_masked=skip_masked)
+    return sum(bd[key] for key in LAYER_KEYS)
+
+
+def training_flops(
+    cfg: TransformerConfig, batch: int, seq: int, recompute: bool = False, *, skip_masked: bool = False
+) -> int:
+    """Matrix-multiply FLOPs of one training step: forward + backward (+ recomputation).
+
+    The backward pass of ``Y = X W`` computes ``dX = dY W^T`` and ``dW = X^T dY``, two products of
+    the forward's size, so backward = 2 x forward for every product whose operands both need a
+    gradient (all of them in a transformer): ``3 F``. With ``recompute=True`` (full activation
+    checkpointing of every layer, as Megatron-LM and Hugging Face's gradient checkpointing do) the
+    layers' forward runs once more during the backward: ``3 F + F_layers`` (the LM head is not
+    recomputed). Derived in chapter :doc:`/chapters/transformer-flops`.
+    """
+    check_bool("recompute", recompute)
+    fwd = forward_flops(cfg, batch, seq, skip_masked=skip_masked)
+    extra = layer_forward_flops(cfg, batch, seq, skip_masked=skip_masked) if recompute else 0
+    return 3 * fwd + extra
+
+
+def training_flops_per_token(
+    model: TransformerConfig | int | float, *, recompute: bool = False, seq: int | None = None
+) -> float:
+    """Training FLOPs per token.
+
+    ``model`` a parameter count ``N``: ``6 N`` (``8 N`` with ``recompute``). ``model`` a
+    :class:`TransformerConfig`: the exact ``training_flops(cfg, 1, seq, recompute) / seq``
+    (``seq`` is then required). Derived in chapter :doc:`/chapters/transformer-flops`.
+    """
+    check_bool("recompute", recompute)
+    if isinstance(model, TransformerConfig):
+        if seq is None:
+            raise ValueError(
+                "seq is required when model is a TransformerConfig (FLOPs per token depend on seq)"
+            )
+        seq = check_int("seq", seq)
+        return training_flops(model, 1, seq, recompute=recompute) / seq
+    if isinstance(model, bool) or not isinstance(model, numbers.Real):
+        raise TypeError(f"model must be a TransformerConfig or a parameter count, got {type(model).__name__}")
+    n = check_positive("model", model)
+    return (8 if recompute else 6) * n
+
+
+def approx_training_flops(n_params: Any, n_tokens: Any, flops_per_param_token: Any = 6) -> Any:
+    """``C = k N D``: training compute from parameters ``N`` and tokens ``D``.
+
+    ``k = 6`` (forward 2 + backward 4 FLOPs per parameter per token), ``8`` with activation
+    recomputation, ``2`` for a forward pass only. Accepts numpy arrays (broadcast); returns a float
+    for scalar input. Derived in chapter :doc:`/chapters/transformer-flops`.
+    """
+    n = check_array_positive("n_params", n_params)
+    d = check_array_positive("n_tokens", n_tokens)
+    k = check_positive("flops_per_param_token", flops_per_param_token)
+    c = k * n * d
+    return float(c) if np.ndim(c) == 0 else c
+
+
+def attention_flops_share(cfg: TransformerConfig, seq: int, *, skip_masked: bool = False) -> float:
+    """Fraction of forward FLOPs spent in the two ``s x s`` attention products,
+    ``(attn_scores + attn_values) / forward_flops``; for a GPT layer without the LM head
+    ``4 s^2 h / (24 s h^2 + 4 s^2 h) = s / (6 h + s)``. Derived in chapter
+    :doc:`/chapters/transformer-flops`.
+    """
+    bd = flops_breakdown(cfg, 1, seq, skip_masked=skip_masked)
+    return (bd["attn_scores"] + bd["attn_values"]) / sum(bd.values())
+
+
+def kaplan_forward_flops_per_token(cfg: TransformerConfig, seq: int) -> int:
+    """Kaplan et al.'s forward FLOPs per token, ``C_fwd = 2 N + 2 L s d_attn`` (their Table 1),
+    with ``N`` the non-embedding parameters and ``d_attn = d_q``; it leaves out the LM head.
+    Derived in chapter :doc:`/chapters/transformer-flops`.
+    """
+    cfg = _check_cfg(cfg)
+    _, s = _check_shape(cfg, 1, seq)
+    return 2 * non_embedding_param_count(cfg) + 2 * cfg.n_layers * s * cfg.q_dim
+
+
+def megatron_training_flops(cfg: TransformerConfig, batch: int, seq: int) -> float:
+    """Megatron-LM's FLOPs of one training iteration with recomputation (Narayanan et al. 2021),
+    ``96 B s L h^2 (1 + s / (6 h) + V / (16 L h))``: GPT layers (``f = 4h``, ``d_q = d_kv = h``),
+    forward 1 + backward 2 + recompute 1 for the layers, 3 for the logits.
+    Derived in chapter :doc:`/chapters/transformer-flops`.
+    """
+    cfg = _check_cfg(cfg)
+    b, s = _check_shape(cfg, batch, seq)
+    L, h, V = cfg.n_layers, cfg.hidden_size, cfg.vocab_size
+    return 96 * b * s * L * h**2 * (1 + s / (6 * h) + V / (16 * L * h))
+
+
+def palm_training_flops_per_token(
+    n_params: Any, n_layers: int, n_heads: int, head_dim: int, seq: int
+) -> float:
+    """PaLM's model FLOPs per token, ``6 N + 12 L H Q T`` (Chowdhery et al. 2022, appendix B):
+    ``6 N`` for the weights and ``12 L H Q T`` for the attention products (``H`` heads of size
+    ``Q``, sequence length ``T``, full ``T x T`` matrix, no recomputation).
+    Derived in chapter :doc:`/chapters/transformer-flops`.
+    """
+    n = check_positive("n_params", n_params)
+    L = check_int("n_layers", n_layers)
+    H = check_int("n_heads", n_heads)
+    Q = check_int("head_dim", head_dim)
+    T = check_int("seq", seq)
+    return 6 * n + 12 * L * H * Q * T
+
+
+#: Elementwise operations per element assumed by :func:`nonmatmul_flops` (an exp, tanh or
+#: division counts as one FLOP; real hardware spends more on a transcendental function).
+ACTIVATION_OPS = {
+    "gelu": 8, "gelu_new": 8, "gelu_fast": 8, "gelu_pytorch_tanh": 8, "quick_gelu": 4,
+    "relu": 1, "silu": 4, "swish": 4, "tanh": 1,
+}
+
+
+def nonmatmul_flops(cfg: TransformerConfig, batch: int, seq: int) -> dict[str, int]:
+    """ESTIMATE of the forward pass's elementwise FLOPs that are not matrix multiplies.
+
+    Counted per element (one FLOP per add, multiply, exp, tanh or division):
+
+    - ``softmax``: scale 1 + mask 1 (causal) + max 1 + subtract 1 + exp 1 + sum 1 + divide 1
+      per attention score, ``b a s^2`` scores per layer (ALiBi adds 1).
+    - ``norms``: 7 per element for LayerNorm (mean, center, square, sum, normalise, gain, bias),
+      4 for RMSNorm, ``T h`` elements per norm.
+    - ``activation``: :data:`ACTIVATION_OPS` per MLP hidden element (+1 for the gate product),
+      ``T f k`` elements per layer.
+    - ``rotary``: 3 per query/key element (2 multiplies, 1 add), ``T (d_q + d_kv)`` per layer.
+    - ``residual_and_bias``: 1 per element of every residual add and every bias add.
+    - ``loss``: 5 per logit (max, subtract, exp, sum, pick), ``T V``.
+
+    Not exact: kernels fuse, recompute and approximate these; the point is their size next to
+    :func:`forward_flops`. Derived in chapter :doc:`/chapters/transformer-flops`.
+    """
+    cfg = _check_cfg(cfg)
+    b, s = _check_shape(cfg, batch, seq)
+    T = b * s
+    L, h, f, V = cfg.n_layers, cfg.hidden_size, cfg.ffn_size, cfg.vocab_size
+    k = cfg.experts_per_token if cfg.is_moe else 1
+    scores = b * cfg.n_heads * s * s
+    per_score = 6 + (1 if cfg.causal else 0) + (1 if cfg.position == "alibi" else 0)
+    norm_ops = 7 if cfg.norm == "layernorm" else 4
+    n_norms = L * cfg.norms_per_layer + int(cfg.final_norm) + int(cfg.embedding_norm)
+    act = ACTIVATION_OPS[cfg.activation] + (1 if cfg.ffn_kind == "gated" else 0)
+    bias = (cfg.q_dim + 2 * cfg.kv_dim) * cfg.qkv_bias + h * cfg.out_bias
+    n_in = 2 if cfg.ffn_kind == "gated" else 1
+    bias += k * (n_in * f + h) * cfg.mlp_bias
+    moe = L * T * cfg.n_experts * 5 + L * T * h * k if cfg.is_moe else 0  # router softmax, weighted sum
+    return {
+        "softmax": L * scores * per_score,
+        "norms": n_norms * T * h * norm_ops,
+        "activation": L * T * f * k * act,
+        "rotary": L * T * (cfg.q_dim + cfg.kv_dim) * 3 if cfg.position == "rotary" else 0,
+        "residual_and_bias": L * T * (2 * h + bias) + (T * V if cfg.lm_head_bias else 0),
+        "router": moe,
+        "loss": 5 * T * V,
+    }
+
+
+def training_seconds(
+    tokens: Any,
+    model: TransformerConfig | int | float,
+    n_gpus: int,
+    peak_flops: float,
+    utilization: float,
+    *,
+    recompute: bool = False,
+    seq: int | None = None,
+) -> float:
+    """Wall-clock seconds to train on ``tokens`` tokens: ``tokens * c / (n_gpus * peak * u)`` with
+    ``c`` = :func:`training_flops_per_token` (``6N`` / ``8N`` or the exact count of a config).
+    Derived in chapter :doc:`/chapters/transformer-flops`.
+    """
+    t = check_positive("tokens", tokens)
+    n = check_int("n_gpus", n_gpus)
+    peak = check_positive("peak_flops", peak_flops)
+    u = check_fraction("utilization", utilization)
+    c = training_flops_per_token(model, recompute=recompute, seq=seq)
+    return t * c / (n * peak * u)
+
+
+def training_days(
+    tokens: Any,
+    model: TransformerConfig | int | float,
+    n_gpus: int,
+    peak_flops: float,
+    utilization: float,
+    *,
+    recompute: bool = False,
+    seq: int | None = None,
+) -> float:
+    """Days to train: :func:`training_seconds` / 86400.
+
+    With ``model`` a parameter count ``N`` this is ``k N D / (n X u)`` with ``k = 6`` (``8`` with
+    ``recompute``), Megatron-LM's ``8 T P / (n X)`` when ``u = 1`` and ``X`` is the achieved
+    FLOP/s per GPU. Derived in chapter :doc:`/chapters/transformer-flops`.
+    """
+    return training_seconds(
+        tokens, model, n_gpus, peak_flops, utilization, recompute=recompute, seq=seq
+    ) / SECONDS_PER_DAY
+
+
+def _utilization(tokens_per_second: Any, flops_per_token: float, n_gpus: int, peak_flops: float) -> float:
+    tps = check_positive("tokens_per_second", tokens_per_second)
+    n = check_int("n_gpus", n_gpus)
+    peak = check_positive("peak_flops", peak_flops)
+    return tps * flops_per_token / (n * peak)
+
+
+def mfu(
+    tokens_per_second: float, model: TransformerConfig | int | float, n_gpus: int, peak_flops: float,
+    *, seq: int | None = None,
+) -> float:
+    """Model FLOPs utilization (Chowdhery et al. 2022): the FLOPs the model needs per token
+    *without* recomputation times the measured throughput, over the peak,
+    ``tokens/s * training_flops_per_token(model) / (n_gpus * peak)``.
+    Derived in chapter :doc:`/chapters/transformer-flops`.
+    """
+    return _utilization(tokens_per_second, training_flops_per_token(model, seq=seq), n_gpus, peak_flops)
+
+
+def hfu(
+    tokens_per_second: float, model: TransformerConfig | int | float, n_gpus: int, peak_flops: float,
+    *, recompute: bool = True, seq: int | None = None,
+) -> float:
+    """Hardware FLOPs utilization: like :func:`mfu` but counting the FLOPs the hardware actually
+    executes, recomputation included (``8N`` instead of ``6N`` per token with full recompute).
+    Derived in chapter :doc:`/chapters/transformer-flops`.
+    """
+    c = training_flops_per_token(model, recompute=recompute, seq=seq)
+    return _utilization(tokens_per_second, c, n_gpus, peak_flops)

@@ -1,0 +1,299 @@
+"""Tests of llmmath.scaling: expected values from sympy, brute-force minimisation, the published
+tables of Hoffmann et al. (2022) and synthetic data with known constants."""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+import pytest
+import sympy as sp
+
+from llmmath.flops import training_days
+from llmmath.presets import PRESETS
+from llmmath.scaling import (
+    BESIROGLU_2024,
+    CHINCHILLA_TABLE3,
+    HOFFMANN_2022,
+    HOFFMANN_2022_UNROUNDED,
+    KAPLAN_2020,
+    PF_DAY,
+    TRAINING_RUNS,
+    ChinchillaLaw,
+    TrainingRun,
+    chinchilla_loss,
+    compute_optimal_loss,
+    compute_optimal_params,
+    compute_optimal_tokens,
+    compute_optimal_tokens_per_param,
+    fit_chinchilla_law,
+    fit_power_law,
+    isoflop_loss,
+    kaplan_loss,
+    kaplan_loss_compute,
+    kaplan_loss_params,
+    kaplan_loss_tokens,
+    kaplan_optimal_params,
+    kaplan_optimal_tokens,
+    optimal_exponents,
+    plan_training_run,
+)
+
+LAWS = [HOFFMANN_2022, HOFFMANN_2022_UNROUNDED, BESIROGLU_2024]
+
+
+# ---- the closed-form optimum ------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=1)
+def _sympy_optimum():
+    """N* from sympy. N dL/dN = 0 reads alpha A N^-alpha = beta B (C / (6N))^-beta; in logs
+    (x = log N) that is linear in x, solved here; the curvature is checked at the solution."""
+    N, C, A, B, E, al, be, x = sp.symbols("N C A B E alpha beta x", positive=True)
+    loss = E + A * N**-al + B * (C / (6 * N)) ** -be
+    terms = sp.expand(-N * sp.diff(loss, N))  # alpha A N^-alpha - beta B (6N/C)^beta
+    lhs, rhs = (sp.expand_log(sp.log(t), force=True) for t in (al * A * N**-al, be * B * (6 * N / C) ** be))
+    assert sp.simplify(terms - (al * A * N**-al - be * B * (6 * N / C) ** be)) == 0
+    (x_star,) = sp.solve(sp.Eq(lhs, rhs).subs(sp.log(N), x), x)
+    curvature = sp.diff(loss, N, 2).subs(N, sp.exp(x_star))
+    return sp.lambdify((C, A, B, al, be), sp.exp(x_star)), sp.lambdify((C, E, A, B, al, be), curvature)
+
+
+@pytest.mark.parametrize("law", LAWS, ids=lambda law: law.name)
+def test_optimum_matches_sympy_stationary_point(law):
+    n_star, curvature = _sympy_optimum()
+    for c in (1e19, 5.76e23, 1e26):
+        expected = n_star(c, law.A, law.B, law.alpha, law.beta)
+        assert compute_optimal_params(c, law) == pytest.approx(expected, rel=1e-12)
+        assert curvature(c, law.E, law.A, law.B, law.alpha, law.beta) > 0  # a minimum
+
+
+@pytest.mark.parametrize("law", LAWS, ids=lambda law: law.name)
+def test_optimum_is_the_brute_force_minimum_of_the_isoflop_curve(law):
+    c = 3.14e23
+    n = np.logspace(8, 13, 200_001)
+    d = c / (6 * n)
+    brute = n[np.argmin(law.E + law.A / n**law.alpha + law.B / d**law.beta)]
+    assert compute_optimal_params(c, law) == pytest.approx(brute, rel=1e-4)
+    assert compute_optimal_loss(c, law) == pytest.approx(float(isoflop_loss(c, brute, law)), rel=1e-9)
+
+
+def test_optimal_tokens_spend_the_budget_and_ratio_is_consistent():
+    c = np.array([1e20, 1e22, 1e24])
+    n, d = compute_optimal_params(c), compute_optimal_tokens(c)
+    np.testing.assert_allclose(6 * n * d, c, rtol=1e-12)
+    np.testing.assert_allclose(compute_optimal_tokens_per_param(c), d / n, rtol=1e-12)
+    np.testing.assert_allclose(compute_optimal_params(c, flops_per_param_token=8) * 8
+                               * compute_optimal_tokens(c, flops_per_param_token=8), c, rtol=1e-12)
+
+
+def test_exponents_published_by_hoffmann_table2():
+    # Hoffmann et al. (2022), Table 2: approach 3 gives a = 0.46, b = 0.54 (unrounded exponents).
+    a, b = optimal_exponents(HOFFMANN_2022_UNROUNDED)
+    assert round(a, 2) == 0.46 and round(b, 2) == 0.54
+    # N* grows by C^a: a x10 budget multiplies N* by 10^a
+    ratio = compute_optimal_params(1e23) / compute_optimal_params(1e22)
+    assert ratio == pytest.approx(10 ** optimal_exponents()[0])
+
+
+def test_besiroglu_refit_is_close_to_equal_scaling():
+    # Besiroglu et al. (2024): the refit implies a = 0.51, close to approaches 1 and 2 (0.50, 0.49).
+    a, b = optimal_exponents(BESIROGLU_2024)
+    assert round(a, 2) == 0.51 and a + b == pytest.approx(1.0)
+
+
+# ---- published table 3 (approach 1) -----------------------------------------------------------
+
+
+def test_table3_rows_satisfy_c_equals_6nd_to_print_precision():
+    for n, c, d in CHINCHILLA_TABLE3:
+        assert 6 * n * d == pytest.approx(c, rel=0.05)
+
+
+def test_table3_power_law_exponent_is_approach1_a():
+    # Hoffmann et al. (2022), Table 2: approach 1 gives a = 0.50 (interval 0.488-0.502).
+    _, a = fit_power_law([r[1] for r in CHINCHILLA_TABLE3], [r[0] for r in CHINCHILLA_TABLE3])
+    assert 0.488 <= a <= 0.502
+
+
+def test_fit_power_law_recovers_exact_law():
+    x = np.logspace(1, 6, 7)
+    c, p = fit_power_law(x, 3.5 * x**-0.37)
+    assert (c, p) == (pytest.approx(3.5), pytest.approx(-0.37))
+
+
+# ---- Kaplan -----------------------------------------------------------------------------------
+
+
+def test_kaplan_one_variable_laws():
+    # (N_c / N)^alpha equals 1 at N = N_c; doubling N multiplies the loss by 2^-0.076 (Kaplan 1.2).
+    assert kaplan_loss_params(8.8e13) == pytest.approx(1.0)
+    assert kaplan_loss_params(2e9) / kaplan_loss_params(1e9) == pytest.approx(2**-0.076)
+    assert kaplan_loss_tokens(5.4e13) == pytest.approx(1.0)
+    assert kaplan_loss_compute(3.1e8 * PF_DAY) == pytest.approx(1.0)
+
+
+def test_kaplan_joint_law_limits():
+    # D -> infinity gives (N_c/N)^alpha_N; N -> infinity gives (D_c/D)^alpha_D (Table 2 constants).
+    assert kaplan_loss(1e9, 1e30) == pytest.approx((6.4e13 / 1e9) ** 0.076, rel=1e-9)
+    assert kaplan_loss(1e40, 1e10) == pytest.approx((1.8e13 / 1e10) ** 0.103, rel=1e-9)
+
+
+def test_kaplan_optimal_allocation_exponents():
+    assert kaplan_optimal_params(10 * PF_DAY) / kaplan_optimal_params(PF_DAY) == pytest.approx(10**0.73)
+    assert kaplan_optimal_params(PF_DAY) == pytest.approx(1.3e9)
+    assert kaplan_optimal_tokens(PF_DAY) == pytest.approx(2e10)
+    assert KAPLAN_2020.opt_n_exp + KAPLAN_2020.opt_d_exp == pytest.approx(1.0)
+
+
+# ---- fitting ---------------------------------------------------------------------------------
+
+
+def _isoflop_data(law: ChinchillaLaw, noise: float, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    n_all, d_all = [], []
+    for c in np.logspace(18, 22, 5):
+        n = compute_optimal_params(c, law) * np.logspace(-1, 1, 12)
+        n_all.append(n)
+        d_all.append(c / (6 * n))
+    n, d = np.concatenate(n_all), np.concatenate(d_all)
+    loss = law.E + law.A / n**law.alpha + law.B / d**law.beta
+    return n, d, loss * np.exp(rng.normal(0.0, noise, n.size))
+
+
+@pytest.mark.parametrize("law", [HOFFMANN_2022, BESIROGLU_2024], ids=lambda law: law.name)
+def test_fit_recovers_constants_from_exact_data(law):
+    fit = fit_chinchilla_law(*_isoflop_data(law, 0.0))
+    for f in ("E", "A", "B", "alpha", "beta"):
+        assert getattr(fit, f) == pytest.approx(getattr(law, f), rel=1e-4), f
+
+
+def test_fit_on_noisy_data_recovers_exponents_and_optimum():
+    fit = fit_chinchilla_law(*_isoflop_data(BESIROGLU_2024, 0.003, seed=1))
+    assert fit.alpha == pytest.approx(BESIROGLU_2024.alpha, abs=0.03)
+    assert fit.beta == pytest.approx(BESIROGLU_2024.beta, abs=0.03)
+    expected = compute_optimal_params(1e21, BESIROGLU_2024)
+    assert compute_optimal_params(1e21, fit) == pytest.approx(expected, rel=0.1)
+
+
+def test_huber_fit_ignores_an_outlier():
+    n, d, loss = _isoflop_data(HOFFMANN_2022, 0.0)
+    loss = loss.copy()
+    loss[7] *= 1.5
+    fit = fit_chinchilla_law(n, d, loss)
+    assert fit.alpha == pytest.approx(HOFFMANN_2022.alpha, rel=1e-3)
+    assert fit.beta == pytest.approx(HOFFMANN_2022.beta, rel=1e-3)
+
+
+# ---- vectorisation and types -------------------------------------------------------------------
+
+
+def test_functions_accept_arrays_and_broadcast():
+    c = np.logspace(18, 26, 1_000_000)
+    out = compute_optimal_loss(c, BESIROGLU_2024)
+    assert isinstance(out, np.ndarray) and out.shape == c.shape
+    idx = [0, 123_456, 999_999]
+    for i in idx:
+        assert out[i] == pytest.approx(compute_optimal_loss(float(c[i]), BESIROGLU_2024), rel=1e-12)
+    grid = chinchilla_loss(np.logspace(8, 12, 5)[:, None], np.logspace(9, 13, 3)[None, :])
+    assert grid.shape == (5, 3)
+    assert isinstance(chinchilla_loss(1e9, 2e10), float)
+    assert isinstance(kaplan_optimal_params(1e21), float)
+
+
+# ---- data --------------------------------------------------------------------------------------
+
+
+def test_training_runs_refer_to_known_presets():
+    names = [r.name for r in TRAINING_RUNS]
+    assert len(names) == len(set(names))
+    for run in TRAINING_RUNS:
+        assert (run.preset in PRESETS) if run.preset else run.n_params > 0
+        assert run.source
+    with pytest.raises(ValueError, match="n_tokens"):
+        TrainingRun("x", "gpt2", 0.0, "s")
+
+
+def test_laws_are_frozen_and_validated():
+    with pytest.raises(AttributeError):
+        HOFFMANN_2022.alpha = 0.5  # type: ignore[misc]
+    with pytest.raises(ValueError, match="alpha"):
+        ChinchillaLaw(E=1.0, A=1.0, B=1.0, alpha=-0.1, beta=0.3)
+    with pytest.raises(TypeError, match="beta"):
+        ChinchillaLaw(E=1.0, A=1.0, B=1.0, alpha=0.1, beta="0.3")  # type: ignore[arg-type]
+
+
+# ---- planning ----------------------------------------------------------------------------------
+
+
+def test_plan_spends_the_budget_that_training_days_inverts():
+    plan = plan_training_run(1024, 312e12, 0.45, 30.0)
+    assert plan.compute == pytest.approx(1024 * 312e12 * 0.45 * 86400 * 30)
+    assert training_days(plan.n_tokens, plan.n_params, 1024, 312e12, 0.45) == pytest.approx(30.0)
+    assert plan.loss == pytest.approx(float(compute_optimal_loss(plan.compute)))
+    assert plan.tokens_per_param == pytest.approx(plan.n_tokens / plan.n_params)
+
+
+# ---- bad input ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, math.nan, math.inf, [1e20, 0.0], np.array([-3.0])])
+def test_non_positive_compute_is_rejected(bad):
+    for fn in (compute_optimal_params, compute_optimal_tokens, compute_optimal_loss,
+               compute_optimal_tokens_per_param, kaplan_optimal_params, kaplan_optimal_tokens,
+               kaplan_loss_compute):
+        with pytest.raises(ValueError, match="compute"):
+            fn(bad)
+
+
+@pytest.mark.parametrize("bad", [0, -5e9, math.nan, [1e9, -1.0]])
+def test_non_positive_params_or_tokens_are_rejected(bad):
+    with pytest.raises(ValueError, match="n_params"):
+        chinchilla_loss(bad, 1e10)
+    with pytest.raises(ValueError, match="n_tokens"):
+        chinchilla_loss(1e9, bad)
+    with pytest.raises(ValueError, match="n_params"):
+        kaplan_loss(bad, 1e10)
+    with pytest.raises(ValueError, match="n_tokens"):
+        kaplan_loss_tokens(bad)
+    with pytest.raises(ValueError, match="n_params"):
+        isoflop_loss(1e20, bad)
+
+
+def test_wrong_types_and_shapes_are_rejected():
+    with pytest.raises(TypeError, match="n_params"):
+        chinchilla_loss("big", 1e10)
+    with pytest.raises(TypeError, match="law must be a ChinchillaLaw"):
+        compute_optimal_params(1e21, KAPLAN_2020)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="law must be a KaplanLaw"):
+        kaplan_loss(1e9, 1e10, HOFFMANN_2022)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="flops_per_param_token"):
+        compute_optimal_params(1e21, flops_per_param_token=0)
+    with pytest.raises(ValueError, match="same length"):
+        fit_chinchilla_law([1e9] * 6, [1e10] * 5, [3.0] * 6)
+    with pytest.raises(ValueError, match="at least 5"):
+        fit_chinchilla_law([1e8, 1e9, 1e10], [1e9, 1e10, 1e11], [3.0, 2.8, 2.6])
+    with pytest.raises(ValueError, match="distinct"):
+        fit_chinchilla_law([1e9] * 6, np.logspace(9, 11, 6), np.linspace(3, 2, 6))
+    with pytest.raises(ValueError, match="loss"):
+        fit_chinchilla_law(np.logspace(8, 10, 6), np.logspace(9, 11, 6), [3, 2, 1, 0, 1, 2])
+    with pytest.raises(ValueError, match="distinct"):
+        fit_power_law([2.0, 2.0], [1.0, 3.0])
+
+
+@pytest.mark.parametrize(
+    "kwargs, exc, name",
+    [
+        (dict(n_gpus=0), ValueError, "n_gpus"),
+        (dict(n_gpus=8.0), TypeError, "n_gpus"),
+        (dict(peak_flops=0.0), ValueError, "peak_flops"),
+        (dict(utilization=0.0), ValueError, "utilization"),
+        (dict(utilization=1.5), ValueError, "utilization"),
+        (dict(days=-1.0), ValueError, "days"),
+    ],
+)
+def test_plan_rejects_bad_budgets(kwargs, exc, name):
+    args = dict(n_gpus=8, peak_flops=1e15, utilization=0.4, days=10.0) | kwargs
+    with pytest.raises(exc, match=name):
+        plan_training_run(**args)
