@@ -1,304 +1,71 @@
 """llmmath: the formula sheet of the book *The mathematics of training large language models*.
 
 Every formula of the book lives here exactly once; each chapter notebook explains and calls it.
-The chapter that derives a function is named in its docstring.
+One module per chapter topic; the chapter that derives a function is named in its docstring.
+Every public name of every module is also available at the top level (``llmmath.param_count``).
+
+==================  ===========================================================
+module              chapter
+==================  ===========================================================
+``config``          models: :class:`TransformerConfig`, :func:`from_hf_config`
+``presets``         published configurations (:func:`preset`)
+``matmul``          the cost of a matrix multiply
+``chain``           the matrix chain rule
+``mlp``             forward and backward cost
+``params``          parameter counts
+``flops``           FLOPs of a transformer and training time
+``hardware``        accelerator peak FLOP/s
+``memory``          weights, optimizer states, activations, KV cache
+``units``           bytes, GB and GiB
+``optim``           optimizer update rules and their state
+``scaling``         scaling laws and compute-optimal training
+``errata``          the seeds' claims, rechecked
+``check``           checking a reader's answers to the exercises
+==================  ===========================================================
+
+``llmmath.check`` is the function :func:`check`; the module is ``llmmath.check`` in
+``sys.modules`` (``from llmmath.check import describe`` works as usual).
 """
 
 from __future__ import annotations
 
-from .chain import (
-    LinearGrads,
-    jacobian_entries,
-    jacobian_vjp,
-    linear_grads,
-    linear_jacobian,
-    matmul_backward_flops,
-    numerical_gradient,
+from . import (
+    chain,
+    config,
+    errata,
+    flops,
+    hardware,
+    matmul,
+    memory,
+    mlp,
+    optim,
+    params,
+    presets,
+    scaling,
+    units,
 )
-from .config import ACTIVATIONS, SUPPORTED_MODEL_TYPES, TransformerConfig, from_hf_config
-from .errata import CLAIMS, DISAGREEMENT_REFERENCE, DISAGREEMENTS, VERDICTS, Claim, relative_error, verdict
-from .flops import (
-    ACTIVATION_OPS,
-    FLOPS_KEYS,
-    LAYER_KEYS,
-    approx_training_flops,
-    attention_flops_share,
-    flops_breakdown,
-    forward_flops,
-    hfu,
-    kaplan_forward_flops_per_token,
-    layer_forward_flops,
-    megatron_training_flops,
-    mfu,
-    nonmatmul_flops,
-    palm_training_flops_per_token,
-    training_days,
-    training_flops,
-    training_flops_per_token,
-    training_seconds,
-)
-from .hardware import GPU_PRECISIONS, GPUS, GPUSpec, gpu_peak_flops
-from .matmul import (
-    OpCount,
-    batched_matmul_flops,
-    chain_flops,
-    counted_matmul,
-    matmul_flops,
-    measure_matmul_flops_per_second,
-    naive_matmul,
-    optimal_chain_order,
-)
-from .memory import (
-    ACTIVATION_IMPLEMENTATIONS,
-    ACTIVATION_TERMS,
-    HF_ACTIVATION_SAVED_TENSORS,
-    PRECISIONS,
-    RECOMPUTE_MODES,
-    TRAINING_STATE_KEYS,
-    activation_bytes,
-    hf_gpt2_block_saved_bytes,
-    kv_cache_bytes,
-    largest_batch,
-    saved_tensors_by_node,
-    training_state_bytes,
-    weight_bytes,
-)
-from .mlp import (
-    MLPFlops,
-    MLPForward,
-    MLPGrads,
-    MLPParams,
-    MLPSpec,
-    MLPStep,
-    init_mlp,
-    mlp_backward,
-    mlp_backward_flops,
-    mlp_forward,
-    mlp_forward_flops,
-    mlp_loss_and_grads,
-    mse_loss,
-    training_step_flops,
-    uniform_mlp_flops,
-    uniform_mlp_widths,
-)
-from .optim import (
-    OPTIMIZERS,
-    AdamConfig,
-    AdamWConfig,
-    MomentumConfig,
-    OptimizerState,
-    RMSPropConfig,
-    SGDConfig,
-    adam_step,
-    adamw_step,
-    bias_correction_factor,
-    init_state,
-    momentum_step,
-    optimize,
-    rmsprop_step,
-    round_to_bfloat16,
-    sgd_step,
-    state_bytes_per_param,
-    state_tensors,
-)
-from .params import (
-    BREAKDOWN_KEYS,
-    EMBEDDING_KEYS,
-    QUOTED_ACTIVE_SIZES,
-    QUOTED_SIZES,
-    active_param_count,
-    base_model_param_count,
-    layer_param_count,
-    non_embedding_param_count,
-    param_breakdown,
-    param_count,
-)
-from .presets import PRESETS, preset, preset_names
-from .scaling import (
-    BESIROGLU_2024,
-    CHINCHILLA_TABLE3,
-    HOFFMANN_2022,
-    HOFFMANN_2022_UNROUNDED,
-    KAPLAN_2020,
-    PF_DAY,
-    TRAINING_RUNS,
-    ChinchillaLaw,
-    KaplanLaw,
-    TrainingPlan,
-    TrainingRun,
-    chinchilla_loss,
-    compute_optimal_loss,
-    compute_optimal_params,
-    compute_optimal_tokens,
-    compute_optimal_tokens_per_param,
-    fit_chinchilla_law,
-    fit_power_law,
-    isoflop_loss,
-    kaplan_loss,
-    kaplan_loss_compute,
-    kaplan_loss_params,
-    kaplan_loss_tokens,
-    kaplan_optimal_params,
-    kaplan_optimal_tokens,
-    optimal_exponents,
-    plan_training_run,
-)
-from .units import DTYPES, GB, UNITS, GiB, bytes_for, dtype_bits, format_bytes, to_gb, to_gib, to_unit
+from . import check as _check_module
+from .chain import *  # noqa: F403
+from .check import *  # noqa: F403
+from .config import *  # noqa: F403
+from .errata import *  # noqa: F403
+from .flops import *  # noqa: F403
+from .hardware import *  # noqa: F403
+from .matmul import *  # noqa: F403
+from .memory import *  # noqa: F403
+from .mlp import *  # noqa: F403
+from .optim import *  # noqa: F403
+from .params import *  # noqa: F403
+from .presets import *  # noqa: F403
+from .scaling import *  # noqa: F403
+from .units import *  # noqa: F403
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "ACTIVATIONS",
-    "SUPPORTED_MODEL_TYPES",
-    "TransformerConfig",
-    "from_hf_config",
-    "OpCount",
-    "batched_matmul_flops",
-    "chain_flops",
-    "counted_matmul",
-    "matmul_flops",
-    "measure_matmul_flops_per_second",
-    "naive_matmul",
-    "optimal_chain_order",
-    "PRESETS",
-    "preset",
-    "preset_names",
-    # the matrix chain rule (chapter matrix-chain-rule)
-    "LinearGrads",
-    "linear_grads",
-    "numerical_gradient",
-    "linear_jacobian",
-    "jacobian_vjp",
-    "jacobian_entries",
-    "matmul_backward_flops",
-    # forward and backward cost (chapter forward-backward-cost); activations: llmmath.mlp.ACTIVATIONS
-    "MLPSpec",
-    "MLPParams",
-    "MLPForward",
-    "MLPGrads",
-    "MLPStep",
-    "MLPFlops",
-    "init_mlp",
-    "mlp_forward",
-    "mse_loss",
-    "mlp_backward",
-    "mlp_loss_and_grads",
-    "mlp_forward_flops",
-    "mlp_backward_flops",
-    "uniform_mlp_widths",
-    "uniform_mlp_flops",
-    "training_step_flops",
-    # parameters (chapter parameter-counts)
-    "param_count",
-    "param_breakdown",
-    "active_param_count",
-    "non_embedding_param_count",
-    "layer_param_count",
-    "base_model_param_count",
-    "BREAKDOWN_KEYS",
-    "EMBEDDING_KEYS",
-    "QUOTED_SIZES",
-    "QUOTED_ACTIVE_SIZES",
-    # FLOPs and training time (chapter transformer-flops)
-    "forward_flops",
-    "flops_breakdown",
-    "training_flops",
-    "layer_forward_flops",
-    "training_flops_per_token",
-    "approx_training_flops",
-    "attention_flops_share",
-    "kaplan_forward_flops_per_token",
-    "megatron_training_flops",
-    "palm_training_flops_per_token",
-    "nonmatmul_flops",
-    "training_days",
-    "training_seconds",
-    "mfu",
-    "hfu",
-    "FLOPS_KEYS",
-    "ACTIVATION_OPS",
-    "LAYER_KEYS",
-    "GPUSpec",
-    "GPUS",
-    "GPU_PRECISIONS",
-    "gpu_peak_flops",
-    # optimizers (chapter optimizers); the generic dispatcher is llmmath.optim.step
-    "OPTIMIZERS",
-    "state_tensors",
-    "state_bytes_per_param",
-    "SGDConfig",
-    "MomentumConfig",
-    "RMSPropConfig",
-    "AdamConfig",
-    "AdamWConfig",
-    "OptimizerState",
-    "init_state",
-    "sgd_step",
-    "momentum_step",
-    "rmsprop_step",
-    "adam_step",
-    "adamw_step",
-    "optimize",
-    "bias_correction_factor",
-    "round_to_bfloat16",
-    # memory (chapter memory)
-    "PRECISIONS",
-    "TRAINING_STATE_KEYS",
-    "RECOMPUTE_MODES",
-    "ACTIVATION_IMPLEMENTATIONS",
-    "ACTIVATION_TERMS",
-    "HF_ACTIVATION_SAVED_TENSORS",
-    "weight_bytes",
-    "training_state_bytes",
-    "activation_bytes",
-    "kv_cache_bytes",
-    "largest_batch",
-    "saved_tensors_by_node",
-    "hf_gpt2_block_saved_bytes",
-    "GB",
-    "GiB",
-    "UNITS",
-    "DTYPES",
-    "dtype_bits",
-    "bytes_for",
-    "to_unit",
-    "to_gb",
-    "to_gib",
-    "format_bytes",
-    # scaling laws (chapter scaling-laws)
-    "PF_DAY",
-    "KaplanLaw",
-    "KAPLAN_2020",
-    "ChinchillaLaw",
-    "HOFFMANN_2022",
-    "HOFFMANN_2022_UNROUNDED",
-    "BESIROGLU_2024",
-    "CHINCHILLA_TABLE3",
-    "TrainingRun",
-    "TRAINING_RUNS",
-    "TrainingPlan",
-    "kaplan_loss_params",
-    "kaplan_loss_tokens",
-    "kaplan_loss",
-    "kaplan_loss_compute",
-    "kaplan_optimal_params",
-    "kaplan_optimal_tokens",
-    "chinchilla_loss",
-    "isoflop_loss",
-    "optimal_exponents",
-    "compute_optimal_params",
-    "compute_optimal_tokens",
-    "compute_optimal_tokens_per_param",
-    "compute_optimal_loss",
-    "fit_power_law",
-    "fit_chinchilla_law",
-    "plan_training_run",
-    # errata (appendix errata)
-    "Claim",
-    "CLAIMS",
-    "VERDICTS",
-    "verdict",
-    "relative_error",
-    "DISAGREEMENTS",
-    "DISAGREEMENT_REFERENCE",
-]
+#: The modules whose public names make up the top level, in the book's order.
+MODULES = (
+    config, presets, matmul, chain, mlp, params, flops, hardware, memory, units, optim, scaling, errata,
+    _check_module,
+)
+
+__all__ = [name for module in MODULES for name in module.__all__]

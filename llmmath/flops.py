@@ -24,6 +24,7 @@ from .params import non_embedding_param_count
 
 __all__ = [
     "FLOPS_KEYS",
+    "ACTIVATION_OPS",
     "LAYER_KEYS",
     "flops_breakdown",
     "forward_flops",

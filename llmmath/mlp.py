@@ -21,7 +21,7 @@ from ._validate import check_bool, check_choice, check_int
 from .matmul import counted_matmul
 
 __all__ = [
-    "ACTIVATIONS",
+    "MLP_ACTIVATIONS",
     "MLPSpec",
     "MLPParams",
     "MLPForward",
@@ -40,7 +40,7 @@ __all__ = [
     "training_step_flops",
 ]
 
-ACTIVATIONS = ("identity", "relu", "tanh")
+MLP_ACTIVATIONS = ("identity", "relu", "tanh")
 
 
 def _check_widths(widths: object) -> tuple[int, ...]:
@@ -63,7 +63,7 @@ class MLPSpec:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "widths", _check_widths(self.widths))
-        check_choice("activation", self.activation, ACTIVATIONS)
+        check_choice("activation", self.activation, MLP_ACTIVATIONS)
         check_bool("bias", self.bias)
 
     @property

@@ -1,9 +1,10 @@
 """Optimizer update rules (SGD, Momentum, RMSProp, Adam, AdamW) and their state memory.
 
-Every rule is a pure function ``step(params, grads, state, hyperparameters) -> (params, state)``
-on numpy arrays: nothing is mutated, the new parameters and the new state are returned. The
-hyperparameters are frozen dataclasses validated on construction; the state is the frozen
-dataclass :class:`OptimizerState`. Derived in chapter :doc:`/chapters/optimizers`.
+Every rule is a pure function ``<name>_step(params, grads, state, hyperparameters) -> (params, state)``
+on numpy arrays (``optimizer_step`` dispatches on the type of the hyperparameters): nothing is
+mutated, the new parameters and the new state are returned. The hyperparameters are frozen
+dataclasses validated on construction; the state is the frozen dataclass
+:class:`OptimizerState`. Derived in chapter :doc:`/chapters/optimizers`.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ __all__ = [
     "rmsprop_step",
     "adam_step",
     "adamw_step",
-    "step",
+    "optimizer_step",
     "optimize",
     "bias_correction_factor",
     "round_to_bfloat16",
@@ -386,7 +387,7 @@ _STEP: dict[str, Callable] = {
 }
 
 
-def step(
+def optimizer_step(
     params: ArrayLike, grads: ArrayLike, state: OptimizerState, hyperparameters: Config
 ) -> tuple[np.ndarray, OptimizerState]:
     """One step of the optimizer chosen by the type of ``hyperparameters`` (dispatches to
@@ -412,7 +413,7 @@ def optimize(
     state = init_state(hyperparameters, p)
     path = [p]
     for _ in range(steps):
-        p, state = step(p, grad_fn(p), state, hyperparameters)
+        p, state = optimizer_step(p, grad_fn(p), state, hyperparameters)
         path.append(p)
     return np.stack(path)
 

@@ -21,3 +21,10 @@ def test_api_page_is_up_to_date():
 def test_every_public_name_exists():
     missing = [name for name in llmmath.__all__ if not hasattr(llmmath, name)]
     assert not missing
+
+
+def test_top_level_names_are_unique_and_come_from_their_module():
+    assert len(llmmath.__all__) == len(set(llmmath.__all__)), "two modules export the same name"
+    for module in llmmath.MODULES:
+        for name in module.__all__:
+            assert getattr(llmmath, name) is getattr(module, name)

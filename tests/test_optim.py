@@ -20,12 +20,12 @@ from llmmath.optim import (
     init_state,
     momentum_step,
     optimize,
+    optimizer_step,
     rmsprop_step,
     round_to_bfloat16,
     sgd_step,
     state_bytes_per_param,
     state_tensors,
-    step,
 )
 
 torch = pytest.importorskip("torch")
@@ -57,7 +57,7 @@ def _run_ours(hp, p0: np.ndarray, grads: np.ndarray) -> np.ndarray:
     p, state = p0, init_state(hp, p0)
     path = []
     for g in grads:
-        p, state = step(p, g, state, hp)
+        p, state = optimizer_step(p, g, state, hp)
         path.append(p)
     return np.stack(path)
 
@@ -173,7 +173,7 @@ def test_pure_functions_do_not_mutate():
     for hp in (MomentumConfig(lr=0.1), RMSPropConfig(), AdamConfig(), AdamWConfig()):
         st = init_state(hp, p)
         before = [None if a is None else a.copy() for a in (st.first, st.second)]
-        step(p, g, st, hp)
+        optimizer_step(p, g, st, hp)
         np.testing.assert_array_equal(p, 1.0)
         np.testing.assert_array_equal(g, 0.5)
         for a, b in zip((st.first, st.second), before, strict=True):
@@ -293,7 +293,7 @@ def test_shape_mismatches():
 
 def test_bad_types():
     with pytest.raises(TypeError, match="hyperparameters"):
-        step(np.zeros(2), np.zeros(2), OptimizerState(0), {"lr": 0.1})
+        optimizer_step(np.zeros(2), np.zeros(2), OptimizerState(0), {"lr": 0.1})
     with pytest.raises(TypeError, match="hp"):
         adam_step(np.zeros(2), np.zeros(2), init_state(AdamConfig(), np.zeros(2)), SGDConfig(lr=0.1))
     with pytest.raises(TypeError, match="state"):

@@ -1,0 +1,627 @@
+"""Check an exercise answer without a course set-up: ``check(exercise_id, answer)``.
+
+A reader working through an exercise of the book calls, in any notebook::
+
+    from llmmath.check import check, describe
+    describe("matmul-cost-ex-mlp")          # what to compute, and in which form
+    check("matmul-cost-ex-mlp", 1.2e12)     # right or wrong, the tolerance, a hint
+
+The expected answers are never stored: each one is a small function that computes it with
+llmmath when ``check`` is called. The feedback says right or wrong, the tolerance used and the
+section (its label in the book) to revisit, never the expected value. The same function grades the
+assignments built by ``python3 dev.py assign`` (otter-grader): every autograder test calls it.
+
+An exercise has one or more *parts*. A one-part exercise takes the answer itself; a several-part
+exercise takes a ``dict`` from part name to answer (a missing part is reported as missing). A part
+is a number (compared with a relative tolerance; ``rtol=0`` asks for the exact integer) or a
+function (called on a few seeded inputs and compared with llmmath's own result on them).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Part", "Exercise", "Feedback", "EXERCISES", "exercise_ids", "describe", "check"]
+
+
+@dataclass(frozen=True)
+class Part:
+    """One answer of an exercise.
+
+    ``expected`` computes the expected number with llmmath at check time (kind ``"number"``), or,
+    for kind ``"function"``, returns ``None`` when the student's function (passed to it) is right
+    and a feedback sentence that does not give the answer away when it is wrong.
+    """
+
+    name: str
+    prompt: str
+    expected: Callable[..., Any]
+    rtol: float = 0.0
+    kind: str = "number"
+
+    def __post_init__(self) -> None:
+        if not self.name.isidentifier():
+            raise ValueError(f"Part name must be a Python identifier, got {self.name!r}")
+        if self.kind not in ("number", "function"):
+            raise ValueError(f"Part kind must be 'number' or 'function', got {self.kind!r}")
+        if not (isinstance(self.rtol, (int, float)) and 0 <= self.rtol < 1):
+            raise ValueError(f"Part rtol must be a number in [0, 1), got {self.rtol!r}")
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """The checkable form of one exercise of the book: its label, what to submit, where to look."""
+
+    label: str
+    section: str  # label of the section that holds what is needed
+    section_title: str
+    task: str  # the concrete question the parts answer (the chapter's exercise may be more general)
+    parts: tuple[Part, ...]
+
+    @property
+    def chapter(self) -> str:
+        """The chapter (its notebook's name): from the label's prefix, the part before ``-ex-``."""
+        prefix = self.label.split("-ex-")[0]
+        return _CHAPTER_OF_PREFIX.get(prefix, prefix)
+
+
+_CHAPTER_OF_PREFIX = {"chain": "matrix-chain-rule", "fb": "forward-backward-cost", "params": "parameter-counts",
+                      "flops": "transformer-flops", "mem": "memory", "optim": "optimizers"}
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """The verdict of :func:`check`: ``correct`` for the whole exercise, one line per part."""
+
+    exercise_id: str
+    correct: bool
+    parts: tuple[tuple[str, bool, str], ...]  # (part name, correct, message)
+    hint: str
+
+    @property
+    def message(self) -> str:
+        head = f"{self.exercise_id}: " + ("all correct." if self.correct else "not yet right.")
+        lines = [head, *(f"  {'right' if ok else 'wrong'}: {msg}" for _, ok, msg in self.parts)]
+        if not self.correct:
+            lines.append(f"  Hint: {self.hint}")
+        return "\n".join(lines)
+
+    def part_correct(self, name: str) -> bool:
+        """Whether the part ``name`` is right (``KeyError`` for an unknown part)."""
+        for part, ok, _ in self.parts:
+            if part == name:
+                return ok
+        raise KeyError(f"{self.exercise_id} has no part {name!r}; parts: {[p for p, _, _ in self.parts]}")
+
+    def __bool__(self) -> bool:
+        return self.correct
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __repr__(self) -> str:
+        return self.message
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) or (
+        isinstance(value, np.ndarray) and value.shape == () and np.issubdtype(value.dtype, np.number)
+    )
+
+
+def _tolerance_text(rtol: float) -> str:
+    return "exact integer required" if rtol == 0 else f"relative tolerance {rtol:g}"
+
+
+def _check_number(part: Part, answer: Any) -> tuple[bool, str]:
+    tol = _tolerance_text(part.rtol)
+    if answer is None or answer is Ellipsis:
+        return False, f"{part.name}: no answer given ({part.prompt}; {tol})."
+    if not _is_number(answer):
+        return False, f"{part.name}: expected a number, got {type(answer).__name__} ({tol})."
+    expected = part.expected()
+    value = float(answer)
+    if not math.isfinite(value):
+        return False, f"{part.name}: the answer is not finite ({tol})."
+    if part.rtol == 0:  # exact: compare as integers (a float above 2**53 would lose digits)
+        exact = int(answer) if isinstance(answer, numbers.Integral) else (int(value) if value.is_integer() else None)
+        ok = exact is not None and float(expected).is_integer() and exact == int(expected)
+    else:
+        ok = math.isclose(value, float(expected), rel_tol=part.rtol, abs_tol=0.0)
+    return ok, f"{part.name} ({tol})."
+
+
+def _check_function(part: Part, answer: Any) -> tuple[bool, str]:
+    if answer is None or answer is Ellipsis:
+        return False, f"{part.name}: no function given ({part.prompt})."
+    if not callable(answer):
+        return False, f"{part.name}: expected a function, got {type(answer).__name__}."
+    try:
+        problem = part.expected(answer)
+    except Exception as exc:  # the student's code raised: report it, it is feedback
+        return False, f"{part.name}: calling it raised {type(exc).__name__}: {exc}"
+    return (problem is None), (f"{part.name}." if problem is None else f"{part.name}: {problem}")
+
+
+def check(exercise_id: str, answer: Any, part: str | None = None) -> Feedback:
+    """Check ``answer`` to the exercise labelled ``exercise_id`` and return a :class:`Feedback`.
+
+    ``answer`` is the value itself for a one-part exercise and a ``dict`` (part name -> value) for
+    a several-part one; :func:`describe` lists the parts. Numbers are compared with the relative
+    tolerance of each part (``rtol = 0``: the exact integer). The expected values are computed by
+    llmmath at call time and never shown. With ``part``, ``answer`` is the value of that one part
+    and only it is checked (the autograder grades each part on its own). Raises ``ValueError`` for
+    an unknown exercise id or part.
+    """
+    ex = _exercise(exercise_id)
+    if part is not None:
+        names = [p.name for p in ex.parts]
+        if part not in names:
+            raise ValueError(f"part must be one of {names} for {exercise_id}; got {part!r}")
+        ex = Exercise(ex.label, ex.section, ex.section_title, ex.task, tuple(p for p in ex.parts if p.name == part))
+    if len(ex.parts) == 1 and not isinstance(answer, Mapping):
+        answer = {ex.parts[0].name: answer}
+    if not isinstance(answer, Mapping):
+        names = ", ".join(p.name for p in ex.parts)
+        raise TypeError(f"answer to {exercise_id} must be a dict with the keys {names}; got {type(answer).__name__}")
+    unknown = set(answer) - {p.name for p in ex.parts}
+    if unknown:
+        raise ValueError(f"answer to {exercise_id} has unknown parts {sorted(unknown)}; "
+                         f"its parts are {[p.name for p in ex.parts]}")
+    results = []
+    for part in ex.parts:
+        checker = _check_number if part.kind == "number" else _check_function
+        ok, msg = checker(part, answer.get(part.name))
+        results.append((part.name, ok, msg))
+    hint = f"revisit section '{ex.section_title}' (label {ex.section}) of chapter {ex.chapter}."
+    return Feedback(exercise_id, all(ok for _, ok, _ in results), tuple(results), hint)
+
+
+def describe(exercise_id: str) -> str:
+    """What to compute for ``exercise_id``: the task and, per part, its name, form and tolerance."""
+    ex = _exercise(exercise_id)
+    lines = [f"{ex.label}: {ex.task}"]
+    for p in ex.parts:
+        form = "a function" if p.kind == "function" else _tolerance_text(p.rtol)
+        lines.append(f"  {p.name}: {p.prompt} ({form})")
+    if len(ex.parts) > 1:
+        lines.append("  Pass a dict {part name: value} to check().")
+    return "\n".join(lines)
+
+
+def exercise_ids(chapter: str | None = None) -> list[str]:
+    """Labels of the checkable exercises, of one chapter (slug) or of all."""
+    if chapter is not None and not isinstance(chapter, str):
+        raise TypeError(f"chapter must be a chapter slug (str) or None, got {chapter!r}")
+    return [label for label, ex in EXERCISES.items() if chapter is None or ex.chapter == chapter]
+
+
+def _exercise(exercise_id: str) -> Exercise:
+    if not isinstance(exercise_id, str):
+        raise TypeError(f"exercise_id must be an exercise label (str), got {exercise_id!r}")
+    if exercise_id not in EXERCISES:
+        raise ValueError(f"exercise_id must be one of the checkable exercises {sorted(EXERCISES)}; "
+                         f"got {exercise_id!r}")
+    return EXERCISES[exercise_id]
+
+
+# ---------------------------------------------------------------------------------------------
+# The exercises. Every expected value is a function evaluated at check time with llmmath.
+# ---------------------------------------------------------------------------------------------
+
+def _flops(*args: Any, **kwargs: Any) -> int:
+    from .matmul import matmul_flops
+
+    return matmul_flops(*args, **kwargs)
+
+
+def _rel_error(m: int, n: int, p: int) -> float:
+    exact = _flops(m, n, p, exact=True)
+    return (_flops(m, n, p) - exact) / exact
+
+
+def _gpt3_mlp() -> int:
+    from .matmul import batched_matmul_flops
+    from .presets import preset
+
+    cfg = preset("gpt3-175b")
+    h, f = cfg.hidden_size, cfg.ffn_size
+    return batched_matmul_flops([1], 2048, h, f) + batched_matmul_flops([1], 2048, f, h)
+
+
+def _check_zero_acc_matmul(func: Callable[..., Any]) -> str | None:
+    rng = np.random.default_rng(0)
+    for m, n, p in [(1, 1, 1), (2, 3, 4), (3, 1, 2), (4, 5, 1)]:
+        a, b = rng.standard_normal((m, n)), rng.standard_normal((n, p))
+        result = func(a.tolist(), b.tolist())
+        if not (isinstance(result, tuple) and len(result) == 2):
+            return "it must return a pair (product, flop count)."
+        out, count = result
+        if np.shape(out) != (m, p) or not np.allclose(np.asarray(out, dtype=float), a @ b):
+            return f"the product is wrong for shapes {m}x{n} @ {n}x{p}."
+        if count != _flops(m, n, p):
+            return f"the FLOP count is wrong for shapes {m}x{n} @ {n}x{p}."
+    return None
+
+
+def _naive_saving() -> int:
+    from .matmul import naive_matmul
+
+    a, b = np.ones((3, 5)), np.ones((5, 4))
+    return _flops(3, 5, 4) - naive_matmul(a, b)[1].flops
+
+
+def _lora(order: str) -> int:
+    from .matmul import chain_flops
+
+    return chain_flops([4096, 16, 4096, 8], order)
+
+
+_CLRS = [30, 35, 15, 5, 10, 20, 25]
+
+
+def _clrs_best() -> int:
+    from .matmul import optimal_chain_order
+
+    return optimal_chain_order(_CLRS)[0]
+
+
+def _clrs_left() -> int:
+    from .matmul import chain_flops
+
+    return chain_flops(_CLRS, "left")
+
+
+def _n_parenthesizations(k: int) -> int:
+    """Count the parenthesizations of a chain of ``k`` matrices by brute-force recursion."""
+    return 1 if k == 1 else sum(_n_parenthesizations(i) * _n_parenthesizations(k - i) for i in range(1, k))
+
+
+def _llama65_crossover() -> float:
+    from .matmul import batched_matmul_flops
+    from .presets import preset
+
+    cfg = preset("llama-65b")
+    h = cfg.hidden_size
+    proj_per_token = 4 * batched_matmul_flops([1], 1, h, h)  # 8 h^2 per token: linear in s
+    attn_per_token2 = 2 * batched_matmul_flops([cfg.n_heads], 1, cfg.head_dim, 1)  # 4 h: times s^2
+    return proj_per_token / attn_per_token2
+
+
+def _llama65_h() -> int:
+    from .presets import preset
+
+    return preset("llama-65b").hidden_size
+
+
+_MATMUL = [
+    Exercise(
+        "matmul-cost-ex-vecmat", "matmul-cost-exact", "The exact count",
+        "A has shape 4096 x 11008; v is in R^11008, x in R^4096 and y in R^11008.",
+        (
+            Part("matvec_exact", "exact FLOPs of the product A v", lambda: _flops(4096, 11008, 1, exact=True)),
+            Part("matvec_rel_error", "relative error (2mnp - exact) / exact of the 2mnp convention for A v",
+                 lambda: _rel_error(4096, 11008, 1), rtol=1e-9),
+            Part("outer_exact", "exact FLOPs of the outer product x y^T", lambda: _flops(4096, 1, 11008, exact=True)),
+            Part("outer_rel_error", "relative error of the convention for x y^T",
+                 lambda: _rel_error(4096, 1, 11008), rtol=1e-9),
+        ),
+    ),
+    Exercise(
+        "matmul-cost-ex-mlp", "matmul-cost-batched", "Batched products and the shapes of a transformer",
+        "GPT-3 175B, one sequence of s = 2048 tokens.",
+        (Part("mlp_flops", "FLOPs (2mnp convention) of the two MLP products of one layer", _gpt3_mlp),),
+    ),
+    Exercise(
+        "matmul-cost-ex-count", "matmul-cost-exact", "The exact count",
+        "Write zero_acc_matmul(a, b) for nested lists a (m x n) and b (n x p).",
+        (
+            Part("zero_acc_matmul", "returns (product as nested lists, number of FLOPs performed)",
+                 _check_zero_acc_matmul, kind="function"),
+            Part("naive_saving", "how many fewer FLOPs llmmath.naive_matmul performs than zero_acc_matmul "
+                 "for a 3 x 5 times 5 x 4 product", _naive_saving),
+        ),
+    ),
+    Exercise(
+        "matmul-cost-ex-chain", "matmul-cost-chain", "The order of a chain of products",
+        "h = 4096, r = 16, B = 8.",
+        (
+            Part("lora_right", "FLOPs of W2 (W1 x)", lambda: _lora("right")),
+            Part("lora_left", "FLOPs of (W2 W1) x", lambda: _lora("left")),
+            Part("lora_ratio", "lora_left / lora_right", lambda: _lora("left") / _lora("right"), rtol=1e-6),
+        ),
+    ),
+    Exercise(
+        "matmul-cost-ex-dp", "matmul-cost-chain", "The order of a chain of products",
+        "The chain with dimensions [30, 35, 15, 5, 10, 20, 25].",
+        (
+            Part("dp_best", "FLOPs of the cheapest order", _clrs_best),
+            Part("dp_left", "FLOPs of the left-to-right order", _clrs_left),
+            Part("dp_count", "number of parenthesizations of the six matrices", lambda: _n_parenthesizations(6)),
+        ),
+    ),
+    Exercise(
+        "matmul-cost-ex-attention", "matmul-cost-batched", "Batched products and the shapes of a transformer",
+        "LLaMA-65B, one sequence.",
+        (
+            Part("crossover_s", "sequence length at which the attention products cost as much as the "
+                 "Q, K, V, O projections", _llama65_crossover, rtol=1e-9),
+            Part("crossover_s_over_h", "that length divided by the hidden size h",
+                 lambda: _llama65_crossover() / _llama65_h(), rtol=1e-9),
+        ),
+    ),
+]
+
+#: Every checkable exercise by its label (the sphinx-exercise label in the chapter).
+EXERCISES: dict[str, Exercise] = {ex.label: ex for ex in _MATMUL}
+
+
+# --- the other chapters: the exercises with a numeric answer -----------------------------------
+
+def _p(name: str, prompt: str, expected: Callable[..., Any], rtol: float = 0.0) -> Part:
+    return Part(name, prompt, expected, rtol=rtol)
+
+
+def _chain_two_layers(order: str) -> int:
+    from .matmul import chain_flops
+
+    return chain_flops([10, 1000, 100, 1000], order)  # A2^T (r x m), G (m x p), X^T (p x n)
+
+
+def _bottleneck_ratio() -> float:
+    from .mlp import uniform_mlp_flops
+
+    fl = uniform_mlp_flops(1, 1, 64, 10, n_in=4096)
+    return fl.backward / fl.forward
+
+
+def _depth_for_ratio() -> int:
+    from .mlp import uniform_mlp_flops
+
+    n = 1
+    while (fl := uniform_mlp_flops(n, 1, 100, 100)).backward / fl.forward < 1.9:
+        n += 1
+    return n
+
+
+def _gptj() -> int:
+    from .config import TransformerConfig
+    from .params import param_count
+
+    return param_count(TransformerConfig(
+        n_layers=28, hidden_size=4096, n_heads=16, vocab_size=50400, position="rotary", norms_per_layer=1,
+        qkv_bias=False, out_bias=False, tie_embeddings=False, lm_head_bias=True, parallel_block=True))
+
+
+_LLAMA3 = {"model_type": "llama", "num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
+           "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 128256}
+
+
+def _llama3(kv_heads: int) -> int:
+    from .config import from_hf_config
+    from .params import param_count
+
+    return param_count(from_hf_config({**_LLAMA3, "num_key_value_heads": kv_heads}))
+
+
+def _preset_params(name: str, **changes: Any) -> int:
+    from .params import param_count
+    from .presets import preset
+
+    cfg = preset(name)
+    return param_count(cfg.replace(**changes) if changes else cfg)
+
+
+def _emb_depth() -> int:
+    from .config import TransformerConfig
+    from .params import param_breakdown, param_count
+
+    depth = 1
+    while True:
+        cfg = TransformerConfig(n_layers=depth, hidden_size=1024, n_heads=16, vocab_size=50257, max_position=2048)
+        b = param_breakdown(cfg)
+        if (b["token_embedding"] + b["position_embedding"]) / param_count(cfg) < 0.1:
+            return depth
+        depth += 1
+
+
+def _moe_experts() -> int:
+    from .params import param_count
+    from .presets import preset
+
+    base = preset("mistral-7b")
+    return next(e for e in range(2, 256) if param_count(base.replace(n_experts=e, experts_per_token=2)) > 100e9)
+
+
+def _moe_active() -> int:
+    from .params import active_param_count
+    from .presets import preset
+
+    return active_param_count(preset("mistral-7b").replace(n_experts=_moe_experts(), experts_per_token=2))
+
+
+def _llama2_7b_forward(what: str) -> float:
+    from .flops import flops_breakdown
+    from .params import param_count
+    from .presets import preset
+
+    cfg = preset("llama2-7b")
+    bd = flops_breakdown(cfg, 1, 4096)
+    fwd = sum(bd.values())
+    if what == "forward":
+        return fwd
+    if what == "ratio":
+        return fwd / 4096 / (2 * param_count(cfg))
+    return (bd["attn_scores"] + bd["attn_values"]) / fwd
+
+
+def _gqa_saving(relative: bool) -> float:
+    from .flops import training_flops_per_token
+    from .presets import preset
+
+    cfg = preset("llama2-70b")
+    gqa = training_flops_per_token(cfg, seq=4096)
+    mha = training_flops_per_token(cfg.replace(n_kv_heads=cfg.n_heads), seq=4096)
+    return 1 - gqa / mha if relative else mha - gqa
+
+
+def _chinchilla_days(gpu: str) -> float:
+    from .flops import training_days
+    from .hardware import gpu_peak_flops
+
+    return training_days(1.4e12, 70e9, 1024, gpu_peak_flops(gpu, "bf16_tensor"), 0.4)
+
+
+def _utilisation(kind: str) -> float:
+    from .flops import hfu, mfu
+    from .hardware import gpu_peak_flops
+    from .presets import preset
+
+    func = mfu if kind == "mfu" else hfu
+    return func(2e6, preset("llama2-13b"), 512, gpu_peak_flops("H100", "bf16_tensor"), seq=4096)
+
+
+def _state_bytes(optimizer: str, **kw: Any) -> float:
+    from .memory import training_state_bytes
+
+    n = 16 * 10**9  # many parameters, so that a sharded count divides evenly
+    return training_state_bytes(n, "mixed", optimizer, **kw)["total"] / n
+
+
+def _kv_cache_gb(kv_heads: int | None = None) -> float:
+    from .memory import kv_cache_bytes
+    from .presets import preset
+
+    cfg = preset("mistral-7b")
+    return kv_cache_bytes(cfg if kv_heads is None else cfg.replace(n_kv_heads=kv_heads), 4, 32768) / 1e9
+
+
+def _kv_shrink(kv_heads: int | None) -> float:
+    from .memory import kv_cache_bytes
+    from .presets import preset
+
+    cfg = preset("llama2-70b")
+    mha = kv_cache_bytes(cfg.replace(n_kv_heads=cfg.n_heads), 1, 4096)
+    return mha / kv_cache_bytes(cfg if kv_heads is None else cfg.replace(n_kv_heads=kv_heads), 1, 4096)
+
+
+def _adamw_memory(what: str) -> float:
+    from .optim import state_bytes_per_param
+
+    bpp = 2 + 2 + 4 + state_bytes_per_param("adamw")
+    if what == "bpp":
+        return bpp
+    if what == "gib":
+        return 7 * 10**9 * bpp / 2**30
+    return 7 * 10**9 * (state_bytes_per_param("adamw") - state_bytes_per_param("adamw", 1)) / 2**30
+
+
+def _first_step(beta2: float, at_max: bool) -> float:
+    from .optim import bias_correction_factor
+
+    ratios = [bias_correction_factor(0.9, t) / math.sqrt(bias_correction_factor(beta2, t)) for t in range(1, 5001)]
+    return max(ratios) if at_max else ratios[0]
+
+
+def _gpt3_h100_days(recompute: bool) -> float:
+    from .flops import training_days
+    from .hardware import gpu_peak_flops
+
+    return training_days(300e9, 174.6e9, 1024, gpu_peak_flops("H100"), 0.40, recompute=recompute)
+
+
+def _gopher_ratio() -> float:
+    from .flops import approx_training_flops
+
+    return approx_training_flops(70e9, 1.4e12) / approx_training_flops(280e9, 300e9)
+
+
+def _kaplan_exponent() -> float:
+    from .scaling import KAPLAN_2020
+
+    return 1 / (1 + KAPLAN_2020.joint_alpha_n / KAPLAN_2020.joint_alpha_d)
+
+
+_OTHERS = [
+    Exercise("chain-ex-two-layers", "chain-order", "Why the written order is not the multiplication order",
+             "m = 1000, r = 10, n = 1000, p = 100.",
+             (_p("bp_flops", "FLOPs of (A2^T G) X^T", lambda: _chain_two_layers("left")),
+              _p("other_flops", "FLOPs of A2^T (G X^T)", lambda: _chain_two_layers("right")))),
+    Exercise("chain-ex-eps", "chain-numerical", "Numerical check with central differences",
+             "float64, u = 2^-53, |L| = |L'''|.",
+             (_p("eps_opt", "the step that minimises the total error", lambda: (3 * 2.0**-53) ** (1 / 3), 1e-2),)),
+    Exercise("fb-ex-bottleneck", "fb-ratio", "The ratio backward / forward",
+             "D = 4096, N = 1 hidden layer of width M = 64, C = 10.",
+             (_p("ratio", "backward FLOPs / forward FLOPs", _bottleneck_ratio, 1e-4),)),
+    Exercise("fb-ex-depth", "fb-ratio", "The ratio backward / forward", "D = C = M.",
+             (_p("n_hidden", "the smallest number of hidden layers with ratio >= 1.9", _depth_for_ratio),)),
+    Exercise("params-ex-gptj", "params-exercises", "Exercises", "GPT-J-6B as described.",
+             (_p("gptj_params", "its parameter count", _gptj),)),
+    Exercise("params-ex-llama3", "params-exercises", "Exercises", "Llama-3-8B as described.",
+             (_p("llama3_params", "its parameter count", lambda: _llama3(8)),
+              _p("mha_extra", "how many more parameters with 32 key/value heads", lambda: _llama3(32) - _llama3(8)))),
+    Exercise("params-ex-bert-large", "params-exercises", "Exercises", "BERT-large as described.",
+             (_p("bert_large_params", "its exact parameter count", lambda: _preset_params("bert-large")),)),
+    Exercise("params-ex-depth", "params-exercises", "Exercises", "V = 50257, S = 2048, h = 1024 (16 heads).",
+             (_p("min_layers", "the smallest L with embeddings < 10% of the parameters", _emb_depth),)),
+    Exercise("params-ex-moe", "params-exercises", "Exercises", "Mistral-7B with E experts, k = 2.",
+             (_p("n_experts", "the smallest E with more than 100B parameters", _moe_experts),
+              _p("active_params", "the active parameter count at that E", _moe_active))),
+    Exercise("params-ex-tie", "params-exercises", "Exercises", "Qwen2-0.5B and Qwen2-7B.",
+             (_p("qwen05_untied", "parameters of Qwen2-0.5B with an untied head",
+                 lambda: _preset_params("qwen2-0.5b", tie_embeddings=False)),
+              _p("qwen7_tied", "parameters of Qwen2-7B with a tied head",
+                 lambda: _preset_params("qwen2-7b", tie_embeddings=True)))),
+    Exercise("flops-ex-llama", "flops-exercises", "Exercises", "Llama 2 7B, one sequence of 4096 tokens.",
+             (_p("forward_flops", "forward FLOPs", lambda: _llama2_7b_forward("forward")),
+              _p("ratio_2n", "FLOPs per token / (2N)", lambda: _llama2_7b_forward("ratio"), 1e-3),
+              _p("attention_share", "share of the two attention products", lambda: _llama2_7b_forward("share"), 1e-3))),
+    Exercise("flops-ex-gqa", "flops-exercises", "Exercises", "Llama 2 70B, s = 4096, training FLOPs per token.",
+             (_p("saving", "FLOPs per token saved by GQA", lambda: _gqa_saving(False), 1e-3),
+              _p("saving_rel", "the saving as a fraction of the MHA cost", lambda: _gqa_saving(True), 1e-3))),
+    Exercise("flops-ex-chinchilla", "flops-exercises", "Exercises", "N = 70e9, D = 1.4e12, 1024 GPUs, MFU 40%.",
+             (_p("days_a100", "training days on A100s (BF16)", lambda: _chinchilla_days("A100"), 1e-3),
+              _p("days_h100", "training days on H100s (BF16)", lambda: _chinchilla_days("H100"), 1e-3))),
+    Exercise("flops-ex-mfu", "flops-exercises", "Exercises", "Llama 2 13B, s = 4096, 512 H100, 2e6 tokens/s.",
+             (_p("mfu", "model FLOPs utilisation (a fraction, not %)", lambda: _utilisation("mfu"), 1e-3),
+              _p("hfu", "hardware FLOPs utilisation (a fraction)", lambda: _utilisation("hfu"), 1e-3))),
+    Exercise("mem-ex-momentum", "mem-exercises", "Exercises", "Mixed precision, SGD with momentum.",
+             (_p("bytes_per_param", "model-state bytes per parameter", lambda: _state_bytes("momentum")),
+              _p("zero2_bytes", "bytes per parameter per GPU with ZeRO stage 2 over 16 GPUs",
+                 lambda: _state_bytes("momentum", zero_stage=2, n_gpus=16), 1e-6))),
+    Exercise("mem-ex-mistral", "mem-exercises", "Exercises", "Mistral 7B, 16-bit cache, 4 sequences of 32768 tokens.",
+             (_p("kv_gb", "KV cache in GB (1e9 bytes)", _kv_cache_gb, 1e-3),
+              _p("kv_mha_gb", "the same with 32 key/value heads, in GB", lambda: _kv_cache_gb(32), 1e-3))),
+    Exercise("mem-ex-8bit", "mem-exercises", "Exercises", "Mixed precision, Adam with 8-bit moments.",
+             (_p("bytes_per_param", "model-state bytes per parameter",
+                 lambda: _state_bytes("adam", optimizer_bytes_per_value=1)),)),
+    Exercise("mem-ex-mqa", "mem-exercises", "Exercises", "Llama 2 70B.",
+             (_p("mqa_factor", "MHA cache / MQA cache", lambda: _kv_shrink(1), 1e-6),
+              _p("gqa_factor", "MHA cache / the model's GQA cache", lambda: _kv_shrink(None), 1e-6))),
+    Exercise("optim-ex-memory", "optim-memory", "State memory", "7e9 parameters, AdamW, mixed precision.",
+             (_p("bytes_per_param", "bytes per parameter", lambda: _adamw_memory("bpp")),
+              _p("gib", "total GiB (2^30 bytes)", lambda: _adamw_memory("gib"), 1e-3),
+              _p("saved_gib", "GiB saved by 8-bit moments", lambda: _adamw_memory("saved"), 1e-3))),
+    Exercise("optim-ex-first-step", "optim-bias", "Bias correction", "beta1 = 0.9, t = 1 ... 5000.",
+             (_p("t1_0999", "the step / eta at t = 1 for beta2 = 0.999", lambda: _first_step(0.999, False), 1e-3),
+              _p("max_0999", "its maximum over t for beta2 = 0.999", lambda: _first_step(0.999, True), 1e-3),
+              _p("max_095", "its maximum over t for beta2 = 0.95", lambda: _first_step(0.95, True), 1e-3))),
+    Exercise("scaling-laws-ex-h100", "scaling-laws-time", "From compute to days",
+             "174.6e9 parameters, 300e9 tokens, 1024 H100 (BF16), 40% utilisation.",
+             (_p("days", "training days with recomputation", lambda: _gpt3_h100_days(True), 1e-3),
+              _p("days_no_recompute", "training days without it", lambda: _gpt3_h100_days(False), 1e-3))),
+    Exercise("scaling-laws-ex-gopher", "scaling-laws-chinchilla", "Chinchilla: equal scaling",
+             "Chinchilla 70e9 x 1.4e12 tokens, Gopher 280e9 x 300e9 tokens.",
+             (_p("compute_ratio", "Chinchilla's 6ND / Gopher's 6ND", _gopher_ratio, 1e-3),)),
+    Exercise("scaling-laws-ex-kaplan", "scaling-laws-kaplan", "Kaplan et al.: loss as a power law",
+             "The joint law's Table 2 constants.",
+             (_p("exponent", "the exponent of C in N*", _kaplan_exponent, 1e-3),)),
+]
+
+EXERCISES.update({ex.label: ex for ex in _OTHERS})

@@ -1,0 +1,246 @@
+"""The reader's answer checker, llmmath.check.
+
+Expected values here come from published numbers and hand derivations (the seeds' 16 s h^2, CLRS's
+15125 scalar multiplications, the Catalan number C_5), never from llmmath.check itself.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from llmmath.check import EXERCISES, check, describe, exercise_ids
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Correct answers to the matmul-cost exercises, from independent sources.
+H175, S = 12288, 2048  # GPT-3 175B hidden size (Brown et al. 2020, Table 2.1), sequence length
+H65 = 8192  # LLaMA-65B hidden size (Touvron et al. 2023, Table 2)
+M, N, P = 4096, 11008, 11008
+
+
+def _zero_acc(a, b):  # the exercise's counting multiply, written independently
+    m, n, p = len(a), len(b), len(b[0])
+    out = [[sum(a[i][k] * b[k][j] for k in range(n)) for j in range(p)] for i in range(m)]
+    return out, 2 * m * n * p
+
+
+CORRECT = {
+    "matmul-cost-ex-vecmat": {"matvec_exact": M * (2 * N - 1), "matvec_rel_error": 1 / (2 * N - 1),
+                              "outer_exact": M * P, "outer_rel_error": 1.0},
+    "matmul-cost-ex-mlp": 16 * S * H175**2,  # seeds 000/002: 16 b s h^2 per layer's MLP
+    "matmul-cost-ex-count": {"zero_acc_matmul": _zero_acc, "naive_saving": 3 * 4},
+    "matmul-cost-ex-chain": {"lora_right": 4 * 4096 * 16 * 8, "lora_left": 2 * 4096**2 * (16 + 8),
+                             "lora_ratio": 4096 * 24 / (2 * 16 * 8)},
+    "matmul-cost-ex-dp": {"dp_best": 2 * 15125, "dp_left": 2 * (30 * 35 * 15 + 30 * 15 * 5 + 30 * 5 * 10
+                                                                 + 30 * 10 * 20 + 30 * 20 * 25),
+                          "dp_count": 42},
+    "matmul-cost-ex-attention": {"crossover_s": 2 * H65, "crossover_s_over_h": 2},
+}
+
+
+@pytest.mark.parametrize("label", sorted(CORRECT))
+def test_correct_answers_pass(label):
+    feedback = check(label, CORRECT[label])
+    assert feedback.correct, feedback.message
+    assert bool(feedback) and "all correct" in str(feedback)
+
+
+def test_every_matmul_exercise_is_covered():
+    assert set(exercise_ids("matmul-cost")) == set(CORRECT)
+
+
+def _numbers(answer):
+    return answer if isinstance(answer, dict) else {None: answer}
+
+
+def _expected_texts(value) -> set[str]:
+    texts = {str(value), repr(value), f"{value:,}" if isinstance(value, int) else f"{value:.6g}"}
+    if isinstance(value, float):
+        texts |= {f"{value:.3g}", f"{value:.4e}"}
+    return {t for t in texts if len(t) > 2}
+
+
+@pytest.mark.parametrize("label", sorted(CORRECT))
+def test_wrong_answers_fail_without_revealing_the_answer(label):
+    ex = EXERCISES[label]
+    for name, value in _numbers(CORRECT[label]).items():
+        if callable(value):
+            continue
+        part = name or ex.parts[0].name
+        wrong = value * 2 + 1
+        feedback = check(label, wrong, part=part)
+        assert not feedback.correct
+        msg = feedback.message
+        assert ex.section in msg and "Hint" in msg
+        assert ("exact integer" in msg) or ("relative tolerance" in msg)
+        for text in _expected_texts(value):
+            assert text not in msg, f"{label}: the message reveals the expected value {text}"
+
+
+def test_tolerance_is_applied():
+    base = CORRECT["matmul-cost-ex-chain"]
+    assert check("matmul-cost-ex-chain", base["lora_ratio"] * (1 + 1e-8), part="lora_ratio").correct
+    assert not check("matmul-cost-ex-chain", base["lora_ratio"] * (1 + 1e-4), part="lora_ratio").correct
+    # an exact part refuses a non-integer, even a close one
+    assert not check("matmul-cost-ex-mlp", CORRECT["matmul-cost-ex-mlp"] + 0.5).correct
+    assert check("matmul-cost-ex-mlp", float(CORRECT["matmul-cost-ex-mlp"])).correct
+
+
+def test_partial_answers_are_graded_per_part():
+    answer = dict(CORRECT["matmul-cost-ex-dp"])
+    answer["dp_left"] = 1
+    del answer["dp_count"]
+    feedback = check("matmul-cost-ex-dp", answer)
+    assert not feedback.correct
+    assert feedback.part_correct("dp_best")
+    assert not feedback.part_correct("dp_left")
+    assert not feedback.part_correct("dp_count")
+    assert "no answer given" in feedback.message
+
+
+def test_function_parts():
+    def only_mults(a, b):
+        out, flops = _zero_acc(a, b)
+        return out, flops // 2
+
+    def wrong_product(a, b):
+        out, flops = _zero_acc(a, b)
+        return [[x + 1 for x in row] for row in out], flops
+
+    def crashes(a, b):
+        raise RuntimeError("boom")
+
+    for func, words in [(only_mults, "FLOP count"), (wrong_product, "product is wrong"), (crashes, "RuntimeError")]:
+        feedback = check("matmul-cost-ex-count", func, part="zero_acc_matmul")
+        assert not feedback.correct and words in feedback.message
+    assert not check("matmul-cost-ex-count", 3, part="zero_acc_matmul").correct
+
+
+def test_non_numbers_are_wrong_not_errors():
+    for bad in ["12", None, ..., [1, 2], float("nan"), True]:
+        assert not check("matmul-cost-ex-mlp", bad).correct
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="exercise_id"):
+        check("no-such-exercise", 1)
+    with pytest.raises(TypeError, match="exercise_id"):
+        check(3, 1)
+    with pytest.raises(ValueError, match="part"):
+        check("matmul-cost-ex-dp", 1, part="dp_nothing")
+    with pytest.raises(ValueError, match="unknown parts"):
+        check("matmul-cost-ex-dp", {"dp_best": 1, "typo": 2})
+    with pytest.raises(TypeError, match="dict"):
+        check("matmul-cost-ex-dp", 30250)
+    with pytest.raises(TypeError, match="chapter"):
+        exercise_ids(3)
+
+
+def test_describe_names_every_part_and_tolerance():
+    for label, ex in EXERCISES.items():
+        text = describe(label)
+        assert label in text
+        for part in ex.parts:
+            assert part.name in text
+
+
+def _chapter_text(slug: str) -> str:
+    nb = nbformat.read(ROOT / "chapters" / f"{slug}.ipynb", as_version=4)
+    return "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+
+
+@pytest.mark.parametrize("label", sorted(EXERCISES))
+def test_labels_and_hints_exist_in_the_chapter(label):
+    ex = EXERCISES[label]
+    text = _chapter_text(ex.chapter)
+    assert re.search(rf"^:label:\s*{re.escape(label)}\s*$", text, re.M), f"{label} is not an exercise of {ex.chapter}"
+    assert re.search(rf"^\({re.escape(ex.section)}\)=", text, re.M), f"hint section {ex.section} not in {ex.chapter}"
+
+
+def test_expected_values_are_not_stored_in_the_source():
+    source = (ROOT / "llmmath" / "check.py").read_text()
+    for label, answer in CORRECT.items():
+        for value in _numbers(answer).values():
+            if isinstance(value, int) and value > 1000:
+                for text in {str(value), f"{value:_}", f"{value:,}"}:
+                    assert text not in source, f"{label}: {text} is stored in llmmath/check.py"
+            elif isinstance(value, float) and not value.is_integer():
+                assert repr(value) not in source and f"{value:.6g}" not in source
+
+
+# The chapters' own solutions glue the same numbers: the checker must accept each of them.
+# (exercise, part) -> glue key in the chapter notebook, whose committed output is the value.
+GLUED = {
+    ("chain-ex-two-layers", "bp_flops"): "chain-ex2-left",
+    ("chain-ex-two-layers", "other_flops"): "chain-ex2-right",
+    ("chain-ex-eps", "eps_opt"): "chain-eps-opt",
+    ("fb-ex-bottleneck", "ratio"): "fb-bottleneck-ratio",
+    ("fb-ex-depth", "n_hidden"): "fb-depth-n",
+    ("flops-ex-llama", "forward_flops"): "flops-ex-l7-fwd",
+    ("flops-ex-llama", "ratio_2n"): "flops-ex-l7-ratio",
+    ("flops-ex-llama", "attention_share"): "flops-ex-l7-share",
+    ("flops-ex-gqa", "saving"): "flops-ex-gqa-saving",
+    ("flops-ex-gqa", "saving_rel"): "flops-ex-gqa-rel",
+    ("flops-ex-chinchilla", "days_a100"): "flops-ex-ch-A100",
+    ("flops-ex-chinchilla", "days_h100"): "flops-ex-ch-H100",
+    ("flops-ex-mfu", "mfu"): "flops-ex-mfu",
+    ("flops-ex-mfu", "hfu"): "flops-ex-hfu",
+    ("mem-ex-momentum", "bytes_per_param"): "mem-ex1-plain",
+    ("mem-ex-momentum", "zero2_bytes"): "mem-ex1-zero2",
+    ("mem-ex-mistral", "kv_gb"): "mem-ex3-kv-gb",
+    ("mem-ex-mistral", "kv_mha_gb"): "mem-ex3-kv-mha-gb",
+    ("mem-ex-8bit", "bytes_per_param"): "mem-ex5-8bit",
+    ("mem-ex-mqa", "mqa_factor"): "mem-ex7-ratio",
+    ("mem-ex-mqa", "gqa_factor"): "mem-ex7-gqa",
+    ("optim-ex-memory", "bytes_per_param"): "optim-ex-mem-bpp",
+    ("optim-ex-memory", "gib"): "optim-ex-mem-gib",
+    ("optim-ex-memory", "saved_gib"): "optim-ex-mem-saved-gib",
+    ("optim-ex-first-step", "t1_0999"): "optim-bias-adam-t1",
+    ("optim-ex-first-step", "max_0999"): "optim-bias-adam-max",
+    ("optim-ex-first-step", "max_095"): "optim-ex-b95-max",
+    ("scaling-laws-ex-h100", "days"): "scaling-ex-h100-days",
+    ("scaling-laws-ex-h100", "days_no_recompute"): "scaling-ex-h100-days-norecompute",
+    ("scaling-laws-ex-gopher", "compute_ratio"): "scaling-ex-gopher-chin-cratio",
+    ("scaling-laws-ex-kaplan", "exponent"): "scaling-ex-kaplan-exp",
+}
+
+
+def _glued_values() -> dict[str, float]:
+    values = {}
+    for path in (ROOT / "chapters").glob("*.ipynb"):
+        for cell in nbformat.read(path, as_version=4).cells:
+            for out in cell.get("outputs", []):
+                name = out.get("metadata", {}).get("scrapbook", {}).get("name")
+                text = out.get("data", {}).get("application/papermill.record/text/plain")
+                if name and text is not None:
+                    try:
+                        values[name] = float(text)
+                    except ValueError:
+                        pass
+    return values
+
+
+def test_checker_accepts_the_chapters_own_numbers():
+    glued = _glued_values()
+    found = [(label, part, glued[key]) for (label, part), key in GLUED.items() if key in glued]
+    assert len(found) >= len(GLUED) // 2, "most glue keys of the exercises' solutions are gone"
+    for label, part, value in found:
+        value = int(value) if value.is_integer() and EXERCISES[label].parts[0].rtol == 0 else value
+        feedback = check(label, value, part=part)
+        assert feedback.correct, f"{label}.{part}: the chapter's value {value} is rejected\n{feedback}"
+        assert not check(label, value * 1.01 + 1, part=part).correct
+
+
+@pytest.mark.parametrize("label", sorted(EXERCISES))
+def test_every_exercise_can_be_checked(label):
+    feedback = check(label, {p.name: None for p in EXERCISES[label].parts})
+    assert not feedback.correct and len(feedback.parts) == len(EXERCISES[label].parts)
+    for part in EXERCISES[label].parts:
+        if part.kind == "number":
+            value = part.expected()  # runs llmmath: it must still compute
+            assert isinstance(value, (int, float)) and math.isfinite(value)

@@ -1,0 +1,132 @@
+"""Exercises in every chapter, and a student edition without any solution (notebooks and HTML).
+
+A "solution snippet" is a line of a solution (a run of plain words of its text, or a line of its
+code) that occurs nowhere in the chapter outside solutions. None may survive in the student
+notebooks or in the student HTML. The HTML is built once per session for a small book of (at most)
+two chapters of the table of contents: one with fenced solutions and one with gated ones.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from coursework.exercises import ROOT, chapter_notebooks, directives, exercise_pairs, exercise_text, read
+from coursework.student import build_html, student_notebook
+
+CHAPTERS = chapter_notebooks(numbered_only=True)  # the chapters proper: numbered parts of _toc.yml
+MIN_EXERCISES = 6
+
+
+def _ids(paths):
+    return [p.stem for p in paths]
+
+
+def _words(text: str) -> list[str]:
+    """Runs of >= 5 plain words (no markup, math or code inside): rendered verbatim in HTML."""
+    runs = re.split(r"[$`{}\[\]()*_^|\\<>=/]+|\n", text)
+    return [" ".join(r.split()) for r in runs if len(re.findall(r"[A-Za-z]{2,}", r)) >= 5]
+
+
+def _code_lines(code: str) -> list[str]:
+    return [" ".join(line.split()) for line in code.splitlines() if len(line.strip()) >= 25]
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.split())
+
+
+def solution_snippets(nb: nbformat.NotebookNode) -> set[str]:
+    """Snippets of the solutions of ``nb`` that occur nowhere else in the notebook."""
+    sols = [d for d in directives(nb) if d.kind == "solution"]
+    everything = _norm("\n".join(c.source for c in nb.cells))
+    # a fenced solution's text holds its code; a gated one's code cells are apart from its text
+    inside = _norm("\n".join([d.text for d in sols] + [c for d in sols if d.gated for c in d.code]))
+    snippets = set()
+    for d in sols:
+        for snip in _words(d.text) + [line for c in d.code for line in _code_lines(c)]:
+            if everything.count(snip) == inside.count(snip):
+                snippets.add(snip)
+    return snippets
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=_ids(CHAPTERS))
+def test_chapter_has_six_exercises_each_followed_by_its_solution(path):
+    nb = read(path)
+    pairs = exercise_pairs(nb)
+    assert len(pairs) >= MIN_EXERCISES, f"{path.name}: {len(pairs)} exercises, at least {MIN_EXERCISES} needed"
+    missing = [ex.label for ex, sol in pairs if sol is None]
+    assert not missing, f"{path.name}: exercises not followed by their solution: {missing}"
+    # the parser saw every directive that is in the text
+    text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    assert len(pairs) == len(re.findall(r"\{exercise(?:-start)?\}", text))
+    assert len([d for d in directives(nb) if d.kind == "solution"]) == len(re.findall(r"\{solution(?:-start)?\}", text))
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=_ids(CHAPTERS))
+def test_student_notebook_has_no_solution(path):
+    nb = read(path)
+    student = student_notebook(nb)
+    nbformat.validate(student)
+    snippets = solution_snippets(nb)
+    assert snippets, f"{path.name}: no solution snippet found, the test would prove nothing"
+    text = _norm("\n".join(c.source for c in student.cells) + "\n" + nbformat.writes(student))
+    leaked = sorted(s for s in snippets if s in text)
+    assert not leaked, f"{path.name}: solution text in the student notebook: {leaked[:3]}"
+    assert not re.search(r"\{solution(-start|-end)?\}", text)
+    # every exercise is still there, followed (after its text) by a stub code cell
+    labels = [ex.label for ex, _ in exercise_pairs(nb)]
+    stubs = [c for c in student.cells if "student-stub" in c.metadata.get("tags", [])]
+    assert [re.search(r"Exercise (\S+):", c.source).group(1) for c in stubs] == labels
+    for label in labels:
+        k = next(i for i, c in enumerate(student.cells) if f":label: {label}" in c.source)
+        nxt = next(c for c in student.cells[k + 1:] if "student-stub" in c.metadata.get("tags", []))
+        assert f"Exercise {label}:" in nxt.source
+    # nothing but solutions went: every code cell outside a gated solution survives with its outputs
+    gated = {i for d in directives(nb) if d.gated for i in range(d.cell, d.end_cell + 1)}
+    kept = [c for i, c in enumerate(nb.cells) if c.cell_type == "code" and i not in gated]
+    student_code = [c for c in student.cells
+                    if c.cell_type == "code" and "student-stub" not in c.metadata.get("tags", [])]
+    assert [(c.source, c.outputs) for c in kept] == [(c.source, c.outputs) for c in student_code]
+
+
+def _small_toc() -> tuple[dict, list[Path]]:
+    fenced = next((p for p in CHAPTERS if any(not d.gated for d in directives(read(p)) if d.kind == "solution")), None)
+    gated = next((p for p in CHAPTERS if any(d.gated for d in directives(read(p)))), None)
+    chosen = list(dict.fromkeys(p for p in (fenced, gated) if p is not None))
+    extra = [{"file": "chapters/bibliography"}] if (ROOT / "chapters" / "bibliography.md").exists() else []
+    toc = {"format": "jb-book", "root": "chapters/preface",
+           "chapters": [{"file": str(p.relative_to(ROOT).with_suffix(""))} for p in chosen] + extra}
+    return toc, chosen
+
+
+@pytest.fixture(scope="session")
+def student_html(tmp_path_factory):
+    toc, chosen = _small_toc()
+    if not chosen:
+        pytest.skip("no chapter with solutions in the table of contents")
+    out = build_html(tmp_path_factory.mktemp("student"), toc=toc, warnings_are_errors=False)
+    return out, chosen
+
+
+def _html_text(path: Path) -> str:
+    raw = path.read_text(encoding="utf-8")
+    raw = re.sub(r"<(script|style)\b.*?</\1>", " ", raw, flags=re.S)
+    return _norm(html.unescape(re.sub(r"<[^>]+>", "", raw)))
+
+
+def test_student_html_has_no_solution(student_html):
+    out, chosen = student_html
+    for path in chosen:
+        nb = read(path)
+        page = out / path.relative_to(ROOT).with_suffix(".html")
+        text = _html_text(page)
+        leaked = sorted(s for s in solution_snippets(nb) if s in text)
+        assert not leaked, f"{page.name}: solution text in the student HTML: {leaked[:3]}"
+        # the exercises themselves are shown, and the snippet method does find rendered text
+        shown = [w for ex, _ in exercise_pairs(nb) for w in _words(exercise_text(ex))]
+        assert shown and sum(w in text for w in shown) >= len(shown) // 2, f"{page.name}: exercises not rendered"
