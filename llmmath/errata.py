@@ -92,6 +92,25 @@ def _act_per_layer(cfg: TransformerConfig, b: int, s: int) -> int:
     return activation_bytes(cfg, b, s)["per_layer"]
 
 
+def _fb(key: str, cfg: TransformerConfig | None = None) -> int:
+    """One component of the forward FLOPs of one layer (GPT-3, b = 1, s = 2048)."""
+    cfg = cfg or _gpt3()
+    return flops_breakdown(cfg, _B, _S)[key] // cfg.n_layers
+
+
+def _act(*terms: str) -> int:
+    """Activation bytes of the named terms of one GPT-3 layer (Korthikanti's convention)."""
+    t = activation_bytes(_gpt3(), _B, _S)["terms"]
+    return sum(t[k] for k in terms)
+
+
+_SBH = _S * _B * 12288
+_AS2B = 96 * _S**2 * _B
+_ATTN_TERMS = ("attn_norm_input", "qkv_input", "q", "k", "v", "softmax_output", "attn_dropout_mask",
+               "attn_dropout_output", "out_proj_input", "attn_residual_dropout_mask")
+_MLP_TERMS = ("mlp_norm_input", "fc1_input", "activation", "fc2_input", "mlp_dropout_mask")
+
+
 # The seeds' formulas, evaluated as written -----------------------------------------------------
 
 def _seed000_params(cfg: TransformerConfig) -> int:
@@ -161,6 +180,23 @@ CLAIMS: tuple[Claim, ...] = (
           lambda: 8, lambda: training_flops(_gpt3(), _B, _S, recompute=True) / (param_count(_gpt3()) * _B * _S),
           "$96bslh^2 / (12lh^2 \\cdot bs)$ drops the attention-score and logit terms and the non-$12lh^2$ "
           "parameters", "flops-per-token", 0.05),
+    Claim("000", "计算量", "$Q, K, V$: $3 \\times 2bsh^2$ (GPT-3)", lambda: 3 * 2 * _SBH * 12288,
+          lambda: _fb("q_proj") + _fb("k_proj") + _fb("v_proj"), "", "flops-layer"),
+    Claim("000", "计算量", "attention scores $QK^T$: $2bs^2h$ (GPT-3)", lambda: 2 * _B * _S**2 * 12288,
+          lambda: _fb("attn_scores"), "", "flops-layer"),
+    Claim("000", "计算量", "scores $\\times V$: $2bs^2h$ (GPT-3)", lambda: 2 * _B * _S**2 * 12288,
+          lambda: _fb("attn_values"), "", "flops-layer"),
+    Claim("000", "计算量", "output projection: $2bsh^2$ (GPT-3)", lambda: 2 * _SBH * 12288,
+          lambda: _fb("o_proj"), "", "flops-layer"),
+    Claim("000", "计算量", "MLP: $8bsh^2 + 8bsh^2$ (GPT-3)", lambda: 16 * _SBH * 12288,
+          lambda: _fb("mlp_up") + _fb("mlp_down"), "", "flops-layer"),
+    Claim("000", "Activation Memory", "attention block (with its LayerNorm): $13sbh + 5as^2b$ bytes (GPT-3)",
+          lambda: 13 * _SBH + 5 * _AS2B, lambda: _act(*_ATTN_TERMS), "", "mem-act"),
+    Claim("000", "Activation Memory", "softmax output, its dropout mask and the dropout output: "
+          "$2as^2b + as^2b + 2as^2b$ (GPT-3)", lambda: 5 * _AS2B,
+          lambda: _act("softmax_output", "attn_dropout_mask", "attn_dropout_output"), "", "mem-act"),
+    Claim("000", "Activation Memory", "MLP block (with its LayerNorm): $2 + 2 + 8 + 8 + 1 = 21sbh$ bytes (GPT-3)",
+          lambda: 21 * _SBH, lambda: _act(*_MLP_TERMS), "", "mem-act"),
     Claim("000", "Activation Memory", "activations per layer: $sbh(34 + 5as/h)$ bytes (GPT-3)",
           lambda: _S * _B * 12288 * (34 + 5 * 96 * _S / 12288), lambda: _act_per_layer(_gpt3(), _B, _S),
           "", "mem-act"),
@@ -214,6 +250,28 @@ CLAIMS: tuple[Claim, ...] = (
           lambda: 1 / math.sqrt(12288), lambda: 1 / math.sqrt(128),
           "the scale is $1/\\sqrt{d_\\text{head}} = 1/\\sqrt{h/a}$ (Vaswani et al.), not $1/\\sqrt{h}$",
           "flops-seed001"),
+    Claim("001", "激活值 (activations)", "self-attention: $8bsh + 5bs^2a$ bytes (GPT-3)",
+          lambda: 8 * _SBH + 5 * _AS2B,
+          lambda: _act("qkv_input", "q", "k", "v", "softmax_output", "attn_dropout_mask", "attn_dropout_output"),
+          "", "mem-act-seeds"),
+    Claim("001", "激活值 (activations)", "attention with its linear layer and dropout: $11bsh + 5bs^2a$ (GPT-3)",
+          lambda: 11 * _SBH + 5 * _AS2B,
+          lambda: _act(*[t for t in _ATTN_TERMS if t != "attn_norm_input"]), "", "mem-act-seeds"),
+    Claim("001", "激活值 (activations)", "MLP without its LayerNorm: $19bsh$ (GPT-3)", lambda: 19 * _SBH,
+          lambda: _act(*[t for t in _MLP_TERMS if t != "mlp_norm_input"]), "", "mem-act-seeds"),
+    Claim("001", "激活值 (activations)", "a LayerNorm keeps $bsh + 2bs \\approx bsh$ bytes (GPT-3)",
+          lambda: _SBH, lambda: _act("attn_norm_input"),
+          "a LayerNorm must keep its input, $2bsh$ bytes in 16 bits; $\\mu, \\sigma^2$ are only $2bs$ values",
+          "mem-act-seeds"),
+    Claim("001", "大模型缩放定律推导",
+          "self-attention FLOPs $bs(8h^2 + 5sa + 2sh)$, matmul part $bs(8h^2 + 2sh)$ (GPT-3)",
+          lambda: _B * _S * (8 * 12288**2 + 2 * _S * 12288),
+          lambda: _fb("q_proj") + _fb("k_proj") + _fb("v_proj") + _fb("attn_scores") + _fb("attn_values"),
+          "follows from the $QK^T$ typo: $bs(6h^2 + 4sh)$", "flops-seed001"),
+    Claim("001", "大模型缩放定律推导", "training FLOPs of a batch: $3L(\\dots) \\approx 6L \\cdot 13bsh^2$ (GPT-3)",
+          lambda: 6 * 96 * 13 * _SBH * 12288, lambda: training_flops(_gpt3(), _B, _S),
+          "13 instead of 12 (the double-counted $W_O$ and the $QK^T$ typo) overstates the layers by $1/12$; "
+          "the LM head is left out", "scaling-laws-seed001"),
     Claim("001", "大模型缩放定律推导", "$N = (v + 2)h + (4 + 13h)hL \\approx 13h^2L$ (GPT-3 175B)",
           lambda: _seed001_N(_gpt3()), lambda: param_count(_gpt3()),
           "the table counts the output projection twice (4h^2 for 'Self Attention' already includes $W_O$, "
@@ -255,6 +313,23 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("002", "计算量方面", "attention scale $1/\\sqrt{h}$ in $\\mathrm{softmax}(QK^T/\\sqrt{h})$ (GPT-3)",
           lambda: 1 / math.sqrt(12288), lambda: 1 / math.sqrt(128),
           "the scale is $1/\\sqrt{d_\\text{head}}$ (Vaswani et al.), not $1/\\sqrt{h}$", "flops-layer"),
+    Claim("002", "计算量方面", "$Q, K, V$: $3 \\times 2bLh^2 = 6bLh^2$ (GPT-3)", lambda: 6 * _SBH * 12288,
+          lambda: _fb("q_proj") + _fb("k_proj") + _fb("v_proj"), "", "flops-layer"),
+    Claim("002", "计算量方面", "$QK^T$ and $S \\cdot V$: $2bL^2h$ each (GPT-3)", lambda: 4 * _B * _S**2 * 12288,
+          lambda: _fb("attn_scores") + _fb("attn_values"), "", "flops-layer"),
+    Claim("002", "计算量方面", "self attention: $8bLh^2 + 4bL^2h$ (GPT-3)",
+          lambda: 8 * _SBH * 12288 + 4 * _B * _S**2 * 12288,
+          lambda: sum(_fb(k) for k in ("q_proj", "k_proj", "v_proj", "attn_scores", "attn_values", "o_proj")),
+          "", "flops-layer"),
+    Claim("002", "计算量方面", "MLP: $16bLh^2$ (GPT-3)", lambda: 16 * _SBH * 12288,
+          lambda: _fb("mlp_up") + _fb("mlp_down"), "", "flops-layer"),
+    Claim("002", "计算量方面", "logits: $2bLh|V|$ (GPT-3)", lambda: 2 * _SBH * 50257,
+          lambda: flops_breakdown(_gpt3(), _B, _S)["lm_head"], "", "flops-layer"),
+    Claim("002", "计算量方面", "each entry of $AB$ needs $p$ additions and $p$ multiplications: $2mnp$ "
+          "($m, n, p = 3, 4, 5$, inner dimension $p$)", lambda: 2 * 3 * 4 * 5,
+          lambda: matmul_flops(3, 5, 4, exact=True),
+          "a dot product of length $p$ needs $p - 1$ additions; $2mnp$ is the multiply-add convention",
+          "matmul-cost-exact"),
     Claim("002", "计算量方面", "one layer: $24bLh^2 + 4bL^2h$ ($L$ = sequence length; GPT-3)",
           lambda: 24 * _B * _S * 12288**2 + 4 * _B * _S**2 * 12288,
           lambda: layer_forward_flops(_gpt3(), _B, _S) // 96, "", "flops-layer"),
@@ -273,6 +348,12 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("002", "训练时间预估", "$\\approx 34$ days", lambda: 34, lambda: _seed002_train_seconds(174600e6) / 86400,
           "rounded to whole days", "flops-megatron", 0.02, "days"),
     # ---------------------------------------------------------------- seed 003
+    Claim("003", "1.1 BERT类模型", "BERT attention weights ($QKV$ and dense): $4h^2$ per layer", lambda: 4 * 768**2,
+          lambda: param_breakdown(preset("bert-base-chinese"))["attention"] // 12, "", "params-seed003"),
+    Claim("003", "1.1 BERT类模型", "BERT FFN: $h \\cdot 4h + 4h \\cdot h + 2h = 8h^2 + 2h$ per layer",
+          lambda: 8 * 768**2 + 2 * 768,
+          lambda: _per_layer(preset("bert-base-chinese"), "mlp", "mlp_bias") + 2 * 768,
+          "omits the FFN's biases ($4h + h$)", "params-seed003", 0.01),
     Claim("003", "1.1 BERT类模型", "BERT layer: $12h^2 + 4h$ parameters",
           lambda: 12 * 768**2 + 4 * 768, lambda: layer_param_count(preset("bert-base-chinese")),
           "omits the $9h$ biases of the six linear layers", "params-seed003", 0.01),
@@ -295,6 +376,11 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("004", "2. 自注意力层", "multi-head attention: $h \\cdot 3 (d \\cdot d_k) + d \\cdot d$ (GPT-2)",
           lambda: 12 * 3 * 768 * 64 + 768**2, lambda: _per_layer(_gpt2(), "attention"),
           "", "params-seed004"),
+    Claim("004", "3. 前馈网络层", "feed-forward network: $d \\cdot d_{ff} + d_{ff} \\cdot d$ (GPT-2)",
+          lambda: 2 * 768 * 3072, lambda: _per_layer(_gpt2(), "mlp", "mlp_bias"),
+          "omits the biases ($d_{ff} + d$)", "params-seed004", 0.01),
+    Claim("004", "1. 输入嵌入层", "embedding: $V \\times d$ (GPT-2)", lambda: 50257 * 768,
+          lambda: param_breakdown(_gpt2())["token_embedding"], "", "params-seed004"),
     Claim("004", "4. 层规范化", "layer normalization: $L \\times 2d$ (GPT-2)", lambda: 12 * 2 * 768,
           lambda: param_breakdown(_gpt2())["layer_norms"], "a pre-LN or post-LN layer has two norms: $4d$",
           "params-seed004"),
