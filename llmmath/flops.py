@@ -114,8 +114,8 @@ def flops_breakdown(
     - ``mlp_up``, ``mlp_down`` (and ``mlp_gate`` for a gated MLP): ``2 T h f L`` each, times
       ``k`` for a mixture of experts (a token passes through its ``k`` experts only).
     - ``pooler``: ``2 b h^2`` (BERT's pooler, first token only).
-    - ``lm_head``: ``2 T e V`` (logits at every position; for a BERT-style encoder, the
-      masked-LM decoder without its transform layer).
+    - ``lm_head``: ``2 T e V`` (logits at every position); 0 for a BERT-style encoder, which,
+      like :func:`~llmmath.param_count`, is the base model (``BertModel``) with its pooler.
 
     Bias additions, norms, softmax and activations are not matrix multiplies (see
     :func:`nonmatmul_flops`). Derived in chapter :doc:`/chapters/transformer-flops`.
@@ -143,7 +143,7 @@ def flops_breakdown(
     out["mlp_up"] = 2 * T * h * f * k * L
     out["mlp_down"] = 2 * T * f * h * k * L
     out["pooler"] = 2 * b * h * h if cfg.pooler else 0
-    out["lm_head"] = 2 * T * e * V
+    out["lm_head"] = 2 * T * e * V if cfg.causal else 0  # an encoder (BertModel) has no LM head
     return out
 
 

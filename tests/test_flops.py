@@ -338,3 +338,22 @@ def test_forward_flops_equals_brute_force(layers, heads, group, d, ffn, vocab, g
     fwd = forward_flops(cfg, batch, seq)
     assert fwd == _brute_force_forward(cfg, batch, seq)
     assert training_flops(cfg, batch, seq) == 3 * fwd
+
+
+def test_encoder_forward_flops_equal_torch_counter_on_bert_model():
+    """BERT: the layers and the pooler, no LM head (what ``BertModel`` computes)."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from llmmath import forward_flops, from_hf_config
+
+    d = {"model_type": "bert", "hidden_size": 32, "num_attention_heads": 4, "num_hidden_layers": 2,
+         "intermediate_size": 64, "vocab_size": 50, "max_position_embeddings": 16}
+    cfg = from_hf_config(d)
+    hf = transformers.AutoConfig.for_model(**d, attn_implementation="eager")
+    model = transformers.BertModel(hf).eval()
+    ids = torch.randint(0, 50, (2, 8), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        model(ids)
+    assert forward_flops(cfg, 2, 8) == counter.get_total_flops()
