@@ -229,9 +229,11 @@ CLAIMS: tuple[Claim, ...] = (
           lambda: 20, lambda: training_state_bytes(1, "fp32", "adam")["total"],
           "an fp32 run needs no fp32 master copy: the $12P$ counts it anyway ($4P$ too many)", "mem-reconcile"),
     Claim("001", "优化器状态 (optimizer states)",
-          "Adam: $\\theta \\leftarrow \\theta - \\eta \\hat m / \\sqrt{\\hat v + \\epsilon}$: first step for "
-          "$g = 10^{-6}$, $\\epsilon = 10^{-8}$ (in units of $\\eta$)",
-          lambda: _adam_first_step(1e-6, "inside"), lambda: _adam_first_step(1e-6, "outside"),
+          "Adam: $\\theta \\leftarrow \\theta - \\eta \\hat m / \\sqrt{\\hat v + \\epsilon}$: first step for a "
+          "gradient coordinate $g = 1/\\sqrt{7 \\times 10^9}$ (a clipped gradient of norm 1 spread over a 7B "
+          "model), $\\epsilon = 10^{-8}$, in units of $\\eta$",
+          lambda: _adam_first_step(1 / math.sqrt(7e9), "inside"),
+          lambda: _adam_first_step(1 / math.sqrt(7e9), "outside"),
           "$\\epsilon$ belongs outside the square root (Kingma & Ba, PyTorch); inside, it acts like "
           "$\\sqrt{\\epsilon}$ outside and damps small gradients", "optim-eps"),
     Claim("001", "优化器状态 (optimizer states)",

@@ -241,16 +241,18 @@ def kaplan_forward_flops_per_token(cfg: TransformerConfig, seq: int) -> int:
     return 2 * non_embedding_param_count(cfg) + 2 * cfg.n_layers * s * cfg.q_dim
 
 
-def megatron_training_flops(cfg: TransformerConfig, batch: int, seq: int) -> float:
+def megatron_training_flops(cfg: TransformerConfig, batch: int, seq: int) -> int:
     """Megatron-LM's FLOPs of one training iteration with recomputation (Narayanan et al. 2021),
     ``96 B s L h^2 (1 + s / (6 h) + V / (16 L h))``: GPT layers (``f = 4h``, ``d_q = d_kv = h``),
-    forward 1 + backward 2 + recompute 1 for the layers, 3 for the logits.
-    Derived in chapter :doc:`/chapters/transformer-flops`.
+    forward 1 + backward 2 + recompute 1 for the layers, 3 for the logits. Returned as the exact
+    integer it expands to, ``96 B s L h^2 + 16 B s^2 L h + 6 B s h V`` (the factored form's
+    divisions would add a floating-point rounding error). Derived in chapter
+    :doc:`/chapters/transformer-flops`.
     """
     cfg = _check_cfg(cfg)
     b, s = _check_shape(cfg, batch, seq)
     L, h, V = cfg.n_layers, cfg.hidden_size, cfg.vocab_size
-    return 96 * b * s * L * h**2 * (1 + s / (6 * h) + V / (16 * L * h))
+    return 96 * b * s * L * h**2 + 16 * b * s**2 * L * h + 6 * b * s * h * V
 
 
 def palm_training_flops_per_token(

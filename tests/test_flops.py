@@ -136,7 +136,7 @@ def test_megatron_formula_is_exact_matmul_count_with_recompute():
     B, s, L, h, V = 4, 2048, 96, 12288, 50257
     want = 96 * B * s * L * h**2 + 16 * B * s**2 * L * h + 6 * B * s * h * V
     assert training_flops(cfg, B, s, recompute=True) == want
-    assert megatron_training_flops(cfg, B, s) == pytest.approx(want, rel=1e-12)
+    assert megatron_training_flops(cfg, B, s) == want
 
 
 def test_palm_formula_with_matmul_weights():
