@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._validate import check_bool, check_choice, check_int, check_positive
+from ._validate import check_bool, check_choice, check_int, check_matrix, check_positive
 from .matmul import counted_matmul
 
 __all__ = [
@@ -36,20 +36,6 @@ class LinearGrads(NamedTuple):
     flops: int
 
 
-def _as_matrix(name: str, value: object) -> np.ndarray:
-    if not isinstance(value, (np.ndarray, list, tuple)):
-        raise TypeError(f"{name} must be a 2-D array (numpy array or nested list), got {type(value).__name__}")
-    try:
-        arr = np.asarray(value, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be a 2-D array of real numbers, got {value!r}") from exc
-    if arr.ndim != 2:
-        raise ValueError(f"{name} must be a 2-D array, got shape {arr.shape}")
-    if 0 in arr.shape:
-        raise ValueError(f"{name} must be non-empty, got shape {arr.shape}")
-    return arr
-
-
 def linear_grads(a: np.ndarray, x: np.ndarray, dy: np.ndarray) -> LinearGrads:
     """Backward pass of ``Y = A X + B``: ``dL/dX = A^T dL/dY``, ``dL/dA = dL/dY X^T``, ``dL/dB = dL/dY``.
 
@@ -58,9 +44,9 @@ def linear_grads(a: np.ndarray, x: np.ndarray, dy: np.ndarray) -> LinearGrads:
     = 4 m n p``: twice the forward product ``A X``. Derived in chapter
     :doc:`/chapters/matrix-chain-rule`.
     """
-    a = _as_matrix("a", a)
-    x = _as_matrix("x", x)
-    dy = _as_matrix("dy", dy)
+    a = check_matrix("a", a)
+    x = check_matrix("x", x)
+    dy = check_matrix("dy", dy)
     if a.shape[1] != x.shape[0]:
         raise ValueError(f"x must have {a.shape[1]} rows to match a of shape {a.shape}, got shape {x.shape}")
     expected = (a.shape[0], x.shape[1])
@@ -109,8 +95,8 @@ def linear_jacobian(a: np.ndarray, x: np.ndarray, wrt: str = "x") -> np.ndarray:
     ``wrt="b"``: ``J[i, j, k, q] = delta[i, k] delta[j, q]``, shape ``(m, p, m, p)``.
     Derived in chapter :doc:`/chapters/matrix-chain-rule`.
     """
-    a = _as_matrix("a", a)
-    x = _as_matrix("x", x)
+    a = check_matrix("a", a)
+    x = check_matrix("x", x)
     check_choice("wrt", wrt, ("x", "a", "b"))
     if a.shape[1] != x.shape[0]:
         raise ValueError(f"x must have {a.shape[1]} rows to match a of shape {a.shape}, got shape {x.shape}")
@@ -134,7 +120,7 @@ def jacobian_vjp(jac: np.ndarray, dy: np.ndarray) -> np.ndarray:
         raise TypeError(f"jac must be a 4-D numpy array, got {type(jac).__name__}")
     if jac.ndim != 4 or 0 in jac.shape:
         raise ValueError(f"jac must be a non-empty 4-D numpy array, got shape {jac.shape}")
-    dy = _as_matrix("dy", dy)
+    dy = check_matrix("dy", dy)
     if dy.shape != jac.shape[:2]:
         raise ValueError(f"dy must have shape {jac.shape[:2]} (the first two axes of jac), got {dy.shape}")
     return np.tensordot(dy, jac, axes=([0, 1], [0, 1]))

@@ -65,18 +65,7 @@ FLOPS_KEYS = (
 
 #: The keys of :data:`FLOPS_KEYS` computed inside the transformer layers (what activation
 #: recomputation re-runs).
-LAYER_KEYS = (
-    "q_proj",
-    "k_proj",
-    "v_proj",
-    "attn_scores",
-    "attn_values",
-    "o_proj",
-    "router",
-    "mlp_gate",
-    "mlp_up",
-    "mlp_down",
-)
+LAYER_KEYS = FLOPS_KEYS[FLOPS_KEYS.index("q_proj") : FLOPS_KEYS.index("mlp_down") + 1]
 
 
 def _check_cfg(cfg: Any) -> TransformerConfig:

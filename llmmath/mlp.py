@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._validate import check_bool, check_choice, check_int
+from ._validate import check_bool, check_choice, check_int, check_matrix
 from .matmul import counted_matmul
 
 __all__ = [
@@ -139,18 +139,6 @@ def _check_params(spec: MLPSpec, params: object) -> MLPParams:
     return params
 
 
-def _check_batch(name: str, value: object, width: int) -> np.ndarray:
-    if not isinstance(value, (np.ndarray, list, tuple)):
-        raise TypeError(f"{name} must be a 2-D array, got {type(value).__name__}")
-    try:
-        arr = np.asarray(value, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be a 2-D array of real numbers, got {value!r}") from exc
-    if arr.ndim != 2 or arr.shape[0] < 1 or arr.shape[1] != width:
-        raise ValueError(f"{name} must have shape (batch >= 1, {width}), got {arr.shape}")
-    return arr
-
-
 def init_mlp(spec: MLPSpec, seed: int = 0) -> MLPParams:
     """Random parameters: ``W_i ~ N(0, 1 / M_{i-1})`` (LeCun scaling), ``b_i ~ N(0, 0.1^2)``.
 
@@ -191,7 +179,7 @@ def mlp_forward(spec: MLPSpec, params: MLPParams, x: np.ndarray) -> MLPForward:
     """
     spec = _check_spec(spec)
     params = _check_params(spec, params)
-    z = _check_batch("x", x, spec.widths[0])
+    z = check_matrix("x", x, cols=spec.widths[0])
     inputs, pre, flops = [], [], 0
     for i, w in enumerate(params.weights):
         inputs.append(z)
@@ -216,7 +204,7 @@ def mse_loss(y_hat: np.ndarray, y: np.ndarray, reduction: str = "mean") -> tuple
         raise TypeError(f"y_hat must be a numpy array, got {type(y_hat).__name__}")
     if y_hat.ndim != 2 or 0 in y_hat.shape:
         raise ValueError(f"y_hat must be a non-empty 2-D array, got shape {y_hat.shape}")
-    y = _check_batch("y", y, y_hat.shape[1])
+    y = check_matrix("y", y, cols=y_hat.shape[1])
     if y.shape != y_hat.shape:
         raise ValueError(f"y must have the shape of y_hat {y_hat.shape}, got {y.shape}")
     r = y_hat - y
@@ -243,7 +231,7 @@ def mlp_backward(
     if len(fwd.inputs) != spec.n_layers or len(fwd.pre) != spec.n_layers:
         raise ValueError(f"fwd must cache {spec.n_layers} layers, got {len(fwd.inputs)}")
     batch = fwd.inputs[0].shape[0]
-    g = _check_batch("dy_hat", dy_hat, spec.widths[-1])
+    g = check_matrix("dy_hat", dy_hat, cols=spec.widths[-1])
     if g.shape[0] != batch:
         raise ValueError(f"dy_hat must have {batch} rows (the batch of fwd), got {g.shape[0]}")
     dws: list[np.ndarray] = [np.empty(0)] * spec.n_layers
