@@ -107,8 +107,15 @@ def test_besiroglu_refit_is_close_to_equal_scaling():
 
 
 def test_table3_rows_satisfy_c_equals_6nd_to_print_precision():
+    # Every row but one agrees with C = 6ND to the rounding of its printed values (< 1%). The
+    # 67B row prints 1.5T tokens where its 5.76e23 FLOPs buy C / (6N) = 1.43T: approach 1 fits
+    # N_opt(C) and D_opt(C) as separate power laws, so that row is 4.7% off.
     for n, c, d in CHINCHILLA_TABLE3:
-        assert 6 * n * d == pytest.approx(c, rel=0.05)
+        if n == 67e9:
+            assert d == 1.5e12 and c / (6 * n) == pytest.approx(1.433e12, rel=1e-3)
+            assert 6 * n * d == pytest.approx(c, rel=0.05)
+        else:
+            assert 6 * n * d == pytest.approx(c, rel=0.01)
 
 
 def test_table3_power_law_exponent_is_approach1_a():
