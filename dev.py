@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -33,6 +34,22 @@ CHROMIUM = Path("/usr/bin/chromium")  # Debian's package; scripts/browser_test.p
 # renders the seeds' Chinese titles in the screenshots (without it they show as empty boxes).
 BROWSER_PACKAGES = {"chromium": CHROMIUM,
                     "fonts-wqy-microhei": Path("/usr/share/fonts/truetype/wqy/wqy-microhei.ttc")}
+
+def numeric_env() -> dict[str, str]:
+    """The environment of every run that executes notebooks (tests, execute, bench).
+
+    The committed outputs must be reproducible on any x86-64 machine, but NumPy and OpenBLAS pick
+    their kernels by CPU (an AVX-512 machine sums and exponentiates in another order than an AVX2
+    one, which changes the last digits of a float). Pinning the kernels to AVX2 and BLAS to one
+    thread makes every x86-64 machine compute the same bits; tests/nbval_sanitize.cfg compares
+    floats to 6 decimals as a second line of defence (other architectures).
+    """
+    env = dict(os.environ, PYTHONHASHSEED="0", MPLBACKEND="Agg")
+    if platform.machine().lower() in ("x86_64", "amd64"):
+        env.update(OPENBLAS_CORETYPE="Haswell", OPENBLAS_NUM_THREADS="1",
+                   NPY_DISABLE_CPU_FEATURES="X86_V4 AVX512_ICL AVX512_SPR", ATEN_CPU_CAPABILITY="avx2")
+    return env
+
 
 REQUIREMENTS = {
     "book": ["requirements.txt"],
@@ -105,9 +122,8 @@ def test() -> None:
     setup("test")
     browser = ensure_chromium()
     run(BIN / "ruff", "check", ".")
-    env = dict(os.environ, PYTHONHASHSEED="0", MPLBACKEND="Agg")
     run(PY, "-m", "pytest", "-n", "2", "--dist", "loadscope", "--nbval", "--nbval-current-env",
-        "--nbval-sanitize-with", "tests/nbval_sanitize.cfg", "-p", "no:cacheprovider", env=env)
+        "--nbval-sanitize-with", "tests/nbval_sanitize.cfg", "-p", "no:cacheprovider", env=numeric_env())
     build_book()
     if browser:
         run(PY, "scripts/browser_test.py")
@@ -115,12 +131,12 @@ def test() -> None:
 
 def execute() -> None:
     setup("test")
-    run(PY, "scripts/execute.py", *sys.argv[2:])
+    run(PY, "scripts/execute.py", *sys.argv[2:], env=numeric_env())
 
 
 def bench() -> None:
     setup("test")
-    run(PY, "benchmarks/run.py")
+    run(PY, "benchmarks/run.py", env=numeric_env())
 
 
 def coursework() -> None:

@@ -29,7 +29,7 @@ def timed(label: str, cmd: list[str], before=None) -> float:
         before()
     t0 = time.perf_counter()
     result = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env=dict(os.environ, PYTHONHASHSEED="0", MPLBACKEND="Agg"))
+                            env=dict(os.environ))
     seconds = time.perf_counter() - t0
     status = "ok" if result.returncode == 0 else f"FAILED (exit {result.returncode})"
     budget = BUDGETS.get(label)
