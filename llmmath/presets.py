@@ -65,18 +65,20 @@ _RAW: dict[str, tuple[Any, str]] = {
     "gpt2-medium": (_gpt2(24, 1024, 16), f"Radford et al. (2019), Table 2; {_HUB} gpt2-medium"),
     "gpt2-large": (_gpt2(36, 1280, 20), f"Radford et al. (2019), Table 2; {_HUB} gpt2-large"),
     "gpt2-xl": (_gpt2(48, 1600, 25), f"Radford et al. (2019), Table 2; {_HUB} gpt2-xl"),
-    # The GPT-3 paper's eight sizes (Brown et al. 2020, Table 2.1). GPT-3 13B is listed with
-    # d_model = 5140 but 40 heads of d_head = 128 (= 5120): kept as published.
+    # The GPT-3 paper's eight sizes (Brown et al. 2020, Table 2.1). GPT-3 13B is listed there with
+    # d_model = 5140 but 40 heads of d_head = 128 (= 5120); the same paper's Table D.1 gives it
+    # 12,850M parameters, which is d_model = 5120 (5140 would make 12,936M): 5120 is used.
     "gpt3-small": (_gpt3("gpt3-small", 12, 768, 12, 64), ""),
     "gpt3-medium": (_gpt3("gpt3-medium", 24, 1024, 16, 64), ""),
     "gpt3-large": (_gpt3("gpt3-large", 24, 1536, 16, 96), ""),
     # GPT-3 XL is listed with 24 heads of d_head = 128 (= 3072 != d_model = 2048), which would make
-    # 1.52B parameters, not the 1.3B of the same table: the attention width is d_model, i.e.
-    # 16 heads of 128 (2048 / 24 is not an integer). See chapter parameter-counts.
+    # 1.52B parameters, not the 1.3B of the same table (Table D.1: 1,320M): the attention width
+    # is d_model, i.e. 16 heads of 128 (2048 / 24 is not an integer). See chapter
+    # parameter-counts.
     "gpt3-xl": (_gpt3("gpt3-xl", 24, 2048, 16, 128), ""),
     "gpt3-2.7b": (_gpt3("gpt3-2.7b", 32, 2560, 32, 80), ""),
     "gpt3-6.7b": (_gpt3("gpt3-6.7b", 32, 4096, 32, 128), ""),
-    "gpt3-13b": (_gpt3("gpt3-13b", 40, 5140, 40, 128), ""),
+    "gpt3-13b": (_gpt3("gpt3-13b", 40, 5120, 40, 128), ""),
     "gpt3-175b": (_gpt3("gpt3-175b", 96, 12288, 96, 128), ""),
     # BERT (Devlin et al. 2019; config.json of google-bert/bert-base-uncased, bert-base-chinese)
     "bert-base": ({"model_type": "bert"}, f"Devlin et al. (2019); {_HUB} bert-base-uncased"),

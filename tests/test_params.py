@@ -119,26 +119,39 @@ def test_hf_presets_exact(name: str) -> None:
     _check(PRESETS[name], _RAW[name][0])
 
 
-def _brute_force_gpt(L: int, h: int, q_dim: int, V: int, S: int) -> int:
-    """A GPT layer stack built from torch.nn modules (the GPT-3 13B shapes: q_dim != h)."""
-    nn = torch.nn
-    with torch.device("meta"):
-        mods = [nn.Embedding(V, h), nn.Embedding(S, h), nn.LayerNorm(h)]
-        for _ in range(L):
-            mods += [nn.LayerNorm(h), nn.Linear(h, 3 * q_dim), nn.Linear(q_dim, h),
-                     nn.LayerNorm(h), nn.Linear(h, 4 * h), nn.Linear(4 * h, h)]
-        return sum(p.numel() for p in nn.ModuleList(mods).parameters())
-
-
 @pytest.mark.parametrize("name", [n for n in PRESETS if n.startswith("gpt3-")])
 def test_gpt3_presets_exact(name: str) -> None:
     cfg = PRESETS[name]
-    if cfg.q_dim == cfg.hidden_size:
-        d = {"model_type": "gpt2", "n_layer": cfg.n_layers, "n_embd": cfg.hidden_size,
-             "n_head": cfg.n_heads, "n_positions": 2048, "vocab_size": 50257}
-        _check(cfg, d)
-    else:  # GPT-3 13B: d_model 5140 but 40 heads of 128; no transformers class has this shape
-        assert param_count(cfg) == _brute_force_gpt(cfg.n_layers, cfg.hidden_size, cfg.q_dim, 50257, 2048)
+    d = {"model_type": "gpt2", "n_layer": cfg.n_layers, "n_embd": cfg.hidden_size,
+         "n_head": cfg.n_heads, "n_positions": 2048, "vocab_size": 50257}
+    _check(cfg, d)
+
+
+# Brown et al. (2020), Table D.1, column "Params (M)", as printed.
+GPT3_TABLE_D1 = {"gpt3-small": 125, "gpt3-medium": 356, "gpt3-large": 760, "gpt3-xl": 1_320,
+                 "gpt3-2.7b": 2_650, "gpt3-6.7b": 6_660, "gpt3-13b": 12_850, "gpt3-175b": 174_600}
+
+
+def _to_printed_digits(n_params: int, printed_millions: int) -> int:
+    """``n_params`` in millions, rounded to the last non-zero digit of the printed figure."""
+    digits = len(str(printed_millions)) - len(str(printed_millions).rstrip("0"))
+    return round(n_params / 10**6, -digits)
+
+
+@pytest.mark.parametrize("name", list(GPT3_TABLE_D1))
+def test_gpt3_presets_match_table_d1(name: str) -> None:
+    """Every GPT-3 preset rounds to Table D.1's parameter count at the digits the table prints."""
+    assert _to_printed_digits(param_count(PRESETS[name]), GPT3_TABLE_D1[name]) == GPT3_TABLE_D1[name]
+
+
+def test_table_d1_decides_gpt3_13b_width_and_xl_heads() -> None:
+    """Table 2.1's literal shapes (13B: d_model 5140; XL: 24 heads of 128) miss Table D.1."""
+    def gpt(L: int, h: int, heads: int, d_head: int) -> int:
+        return param_count(TransformerConfig(n_layers=L, hidden_size=h, n_heads=heads, head_dim=d_head,
+                                             vocab_size=50257, max_position=2048))
+    assert _to_printed_digits(gpt(40, 5140, 40, 128), 12_850) != 12_850
+    assert _to_printed_digits(gpt(24, 2048, 24, 128), 1_320) != 1_320
+    assert QUOTED_SIZES["gpt3-13b"][0] == 12_850 * 10**6
 
 
 def test_qwen_1_8b_exact() -> None:
