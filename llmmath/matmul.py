@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._validate import check_choice, check_int
+from ._validate import check_choice, check_int, check_positive
 
 __all__ = [
     "OpCount",
@@ -186,18 +186,40 @@ def optimal_chain_order(dims: Sequence[int]) -> tuple[int, object]:
     return best[(0, k - 1)]
 
 
-def measure_matmul_flops_per_second(n: int = 512, repeats: int = 5, seed: int = 0) -> float:
-    """Measured FLOP/s of ``numpy`` on an ``n x n`` by ``n x n`` float64 product (best of ``repeats``).
+def measure_matmul_flops_per_second(
+    n: int = 512, repeats: int = 5, seed: int = 0, min_time: float = 1e-3, max_calls: int = 1_000_000
+) -> float:
+    """Measured FLOP/s of ``numpy`` on an ``n x n`` by ``n x n`` float64 product.
 
-    Machine-dependent by nature: an illustration, never a number the book's tests compare.
+    Each of ``repeats`` measurements runs the product ``k`` times in a row, until the clock
+    (``time.perf_counter``) has advanced by at least ``min_time`` seconds, and takes
+    ``elapsed / k`` as the time of one product; the result is ``2 n^3`` divided by the best of
+    these. A coarse clock (browsers deliberately reduce the resolution of their timers) then
+    still yields a finite rate instead of a division by zero; a clock that does not advance within
+    ``max_calls`` products raises ``RuntimeError``. Machine-dependent by nature: an illustration,
+    never a number the book's tests compare. Derived in chapter :doc:`/chapters/matmul-cost`.
     """
     n = check_int("n", n)
     repeats = check_int("repeats", repeats)
+    seed = check_int("seed", seed, minimum=0)
+    min_time = check_positive("min_time", min_time)
+    max_calls = check_int("max_calls", max_calls)
     rng = np.random.default_rng(seed)
     a, b = rng.standard_normal((n, n)), rng.standard_normal((n, n))
     best = float("inf")
     for _ in range(repeats):
-        t0 = time.perf_counter()
-        a @ b
-        best = min(best, time.perf_counter() - t0)
+        calls = 0
+        start = time.perf_counter()
+        while True:
+            a @ b
+            calls += 1
+            elapsed = time.perf_counter() - start
+            if elapsed >= min_time:
+                break
+            if calls >= max_calls:
+                raise RuntimeError(
+                    f"the clock advanced by only {elapsed!r} s in {calls} products; it is too coarse to "
+                    f"time them (raise max_calls or lower min_time, now {min_time!r} s)"
+                )
+        best = min(best, elapsed / calls)
     return matmul_flops(n, n, n) / best

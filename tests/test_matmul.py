@@ -20,18 +20,28 @@ from llmmath import (
 )
 
 dim = st.integers(min_value=1, max_value=9)
+SMALL_DIMS = range(1, 8)  # every shape with 1 <= m, n, p <= 7: 343 products
 
 
-@settings(max_examples=150, deadline=None)
-@given(m=dim, n=dim, p=dim, seed=st.integers(0, 2**16))
-def test_counting_multiply_equals_exact_formula(m, n, p, seed):
-    rng = np.random.default_rng(seed)
+def _check_counting_multiply(m, n, p, rng):
     a, b = rng.standard_normal((m, n)), rng.standard_normal((n, p))
     product, ops = naive_matmul(a.tolist(), b.tolist())
     np.testing.assert_allclose(product, a @ b, rtol=1e-12, atol=1e-12)
     assert ops.mults == m * n * p  # one multiplication per (i, j, k)
-    assert ops.adds == m * p * (n - 1)
+    assert ops.adds == m * p * (n - 1)  # n - 1 additions per entry
     assert ops.flops == matmul_flops(m, n, p, exact=True)
+
+
+def test_counting_multiply_equals_exact_formula_on_every_small_shape():
+    rng = np.random.default_rng(0)
+    for m, n, p in itertools.product(SMALL_DIMS, repeat=3):
+        _check_counting_multiply(m, n, p, rng)
+
+
+@settings(max_examples=25, deadline=None)
+@given(m=st.integers(1, 32), n=st.integers(8, 32), p=st.integers(1, 32), seed=st.integers(0, 2**16))
+def test_counting_multiply_equals_exact_formula_on_random_larger_shapes(m, n, p, seed):
+    _check_counting_multiply(m, n, p, np.random.default_rng(seed))
 
 
 @given(m=dim, n=dim, p=dim)
@@ -136,3 +146,46 @@ def test_bad_inputs_name_the_argument():
 
 def test_measured_rate_is_positive():
     assert llmmath.measure_matmul_flops_per_second(32, repeats=1) > 0
+
+
+class _CoarseClock:
+    """A stand-in for the ``time`` module whose ``perf_counter`` advances by ``tick`` seconds only
+    on every ``every``-th read (a browser-like timer): reads 0 .. every-1 return 0.0."""
+
+    def __init__(self, tick: float, every: int):
+        self.tick, self.every, self.reads = tick, every, 0
+
+    def perf_counter(self) -> float:
+        value = self.tick * (self.reads // self.every)
+        self.reads += 1
+        return value
+
+
+def test_measured_rate_survives_a_coarse_clock(monkeypatch):
+    import llmmath.matmul as mm
+
+    n, tick, every = 4, 1 / 64, 5
+    monkeypatch.setattr(mm, "time", _CoarseClock(tick, every))
+    # the first read starts the clock at 0; it first shows a difference (one tick) at read `every`,
+    # i.e. after `every` products, so one product is timed at tick / every seconds
+    rate = mm.measure_matmul_flops_per_second(n, repeats=1, min_time=1e-3)
+    assert rate == 2 * n**3 * every / tick
+
+
+def test_a_clock_that_never_advances_is_a_clear_error(monkeypatch):
+    import llmmath.matmul as mm
+
+    monkeypatch.setattr(mm, "time", _CoarseClock(1.0, 10**9))
+    with pytest.raises(RuntimeError, match="too coarse"):
+        mm.measure_matmul_flops_per_second(4, repeats=1, max_calls=20)
+
+
+@pytest.mark.parametrize(
+    "kwargs, exc, field",
+    [({"min_time": 0.0}, ValueError, "min_time"), ({"min_time": "1"}, TypeError, "min_time"),
+     ({"max_calls": 0}, ValueError, "max_calls"), ({"repeats": 0}, ValueError, "repeats"),
+     ({"seed": -1}, ValueError, "seed")],
+)
+def test_measure_rejects_bad_arguments(kwargs, exc, field):
+    with pytest.raises(exc, match=rf"^{field} must"):
+        llmmath.measure_matmul_flops_per_second(4, **kwargs)
