@@ -334,8 +334,11 @@ def training_step_flops(forward_flops: int, recompute: bool = False) -> int:
     """FLOPs of a training step when every matmul has two backward matmuls (a transformer).
 
     Backward ``= 2 F`` (one product for each operand's gradient), so a step is ``3 F``; with full
-    activation recomputation the forward runs again before the backward: ``4 F``. Derived in
-    chapter :doc:`/chapters/forward-backward-cost`.
+    activation recomputation the forward runs again before the backward: ``4 F``. Assumes the
+    backward pass finds every operand it needs stored, as eager attention stores its probabilities;
+    a fused (Flash) attention backward recomputes ``Q K^T`` and costs ``2.5x`` its forward
+    attention matmuls, which this count leaves out. Derived in chapter
+    :doc:`/chapters/forward-backward-cost`.
     """
     forward_flops = check_int("forward_flops", forward_flops)
     recompute = check_bool("recompute", recompute)
