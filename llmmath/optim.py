@@ -1,21 +1,34 @@
-"""Optimizer update rules (SGD, Momentum, RMSProp, Adam, AdamW) and their state memory.
+"""Optimizer update rules (SGD, Momentum, RMSProp, Adam, AdamW), their state memory, learning-rate
+schedules, gradient clipping, and the convergence theory of gradient descent on a quadratic.
 
 Every rule is a pure function ``<name>_step(params, grads, state, hyperparameters) -> (params, state)``
 on numpy arrays (``optimizer_step`` dispatches on the type of the hyperparameters): nothing is
 mutated, the new parameters and the new state are returned. The hyperparameters are frozen
 dataclasses validated on construction; the state is the frozen dataclass
-:class:`OptimizerState`. Derived in chapter :doc:`/chapters/optimizers`.
+:class:`OptimizerState`. The schedules (``cosine_schedule``, ``linear_schedule``,
+``wsd_schedule``) give the learning rate of one step; ``clip_grad_norm`` rescales a list of
+gradient arrays as ``torch.nn.utils.clip_grad_norm_`` does; ``gd_rate``, ``heavy_ball_rate`` and
+their optima are the linear convergence rates on ``f(x) = x^T H x / 2``.
+Derived in chapter :doc:`/chapters/optimizers`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from llmmath._validate import check_bool, check_choice, check_fraction, check_int, check_positive
+from llmmath._validate import (
+    check_array_positive,
+    check_bool,
+    check_choice,
+    check_fraction,
+    check_int,
+    check_positive,
+)
 
 #: The optimizers whose per-parameter state this module counts (one source of truth).
 OPTIMIZERS: tuple[str, ...] = ("sgd", "momentum", "rmsprop", "adam", "adamw")
@@ -63,6 +76,18 @@ __all__ = [
     "optimize",
     "bias_correction_factor",
     "round_to_bfloat16",
+    "ema_horizon",
+    "adam_update_bound",
+    "cosine_schedule",
+    "linear_schedule",
+    "wsd_schedule",
+    "global_grad_norm",
+    "clip_grad_norm",
+    "gd_rate",
+    "heavy_ball_rate",
+    "max_stable_lr",
+    "gd_optimal",
+    "heavy_ball_optimal",
 ]
 
 
@@ -445,3 +470,223 @@ def round_to_bfloat16(x: ArrayLike) -> np.ndarray:
     rounded = ((bits + 0x7FFF + lsb) & 0xFFFF0000).astype(np.uint32)
     out = rounded.view(np.float32)
     return np.where(np.isnan(a), np.float32(np.nan), out)
+
+
+# --------------------------------------------------------------------------- moving averages
+def ema_horizon(beta: float) -> float:
+    """``1 / (1 - beta)``: the averaging horizon of an exponential moving average with decay ``beta``.
+
+    The weights ``(1 - beta) beta^k`` of the samples ``k`` steps old have mean age
+    ``sum_k (k + 1) (1 - beta) beta^k = 1 / (1 - beta)`` (counting the newest sample as age 1); the
+    average also forgets a change of its input by the factor ``beta`` per step. Adam's
+    ``beta2 = 0.999`` averages over about 1000 steps, the ``0.95`` of GPT-3 and LLaMA over 20.
+    Derived in chapter :doc:`/chapters/optimizers`.
+    """
+    beta = check_fraction("beta", beta, low_open=False, high_open=True)
+    return 1.0 / (1.0 - beta)
+
+
+def adam_update_bound(beta1: float, beta2: float) -> float:
+    """The largest ``|m_hat_t / sqrt(v_hat_t)|`` over all gradient histories and all steps ``t``
+    (Adam with ``epsilon = 0``): ``(1 - beta1) / sqrt((1 - beta2) (1 - beta1^2 / beta2))`` if
+    ``beta1^2 < beta2``, else ``inf`` (the update is unbounded).
+
+    By Cauchy-Schwarz, ``|sum_k beta1^k g_k| <= sqrt(sum_k (beta1^2/beta2)^k) sqrt(sum_k beta2^k g_k^2)``,
+    with equality for gradients that grow by the factor ``beta2 / beta1`` per step; the bound is the
+    limit ``t -> inf`` of the bias-corrected ratio, which increases with ``t``. Adam's step is at
+    most this many learning rates per coordinate: about 1.16 for ``(0.9, 0.95)``, 7.3 for
+    ``(0.9, 0.999)``. Derived in chapter :doc:`/chapters/optimizers`.
+    """
+    beta1 = check_fraction("beta1", beta1, low_open=False, high_open=True)
+    beta2 = check_fraction("beta2", beta2, low_open=True, high_open=True)
+    q = beta1 * beta1 / beta2
+    if q >= 1.0:
+        return math.inf
+    return (1.0 - beta1) / math.sqrt((1.0 - beta2) * (1.0 - q))
+
+
+# --------------------------------------------------------------------------- schedules
+def _schedule(step: int, peak_lr: float, total_steps: int, warmup_steps: int, min_lr: float):
+    """Validate the common arguments of the schedules; return them and the warmup lr (or None)."""
+    step = check_int("step", step, minimum=0)
+    peak = check_positive("peak_lr", peak_lr)
+    total = check_int("total_steps", total_steps, minimum=1)
+    warm = check_int("warmup_steps", warmup_steps, minimum=0, maximum=total - 1)
+    low = check_positive("min_lr", min_lr, allow_zero=True)
+    if low > peak:
+        raise ValueError(f"min_lr must be <= peak_lr = {peak}, got {low}")
+    warmup_lr = peak * (step + 1) / warm if step < warm else None
+    return step, peak, total, warm, low, warmup_lr
+
+
+def cosine_schedule(step: int, peak_lr: float, total_steps: int, warmup_steps: int = 0,
+                    min_lr: float = 0.0) -> float:
+    """Learning rate of step ``t = step`` (counted from 0) of linear warmup then cosine decay.
+
+    ``eta_t = peak * (t + 1) / W`` for ``t < W`` (the first step already moves), then
+    ``eta_t = min_lr + (peak - min_lr) (1 + cos(pi p)) / 2`` with ``p = min(1, (t - W) / (T - W))``:
+    the decay starts at the peak at ``t = W`` and would reach ``min_lr`` at ``t = T``, one step after
+    the last of the ``T`` steps (``min_lr`` from then on). This is exactly PyTorch's
+    ``SequentialLR([LinearLR(start_factor=1/W, total_iters=W-1), CosineAnnealingLR(T_max=T-W,
+    eta_min=min_lr)], milestones=[W])`` stepped once per step. Derived in chapter
+    :doc:`/chapters/optimizers`.
+    """
+    t, peak, total, warm, low, warmup_lr = _schedule(step, peak_lr, total_steps, warmup_steps, min_lr)
+    if warmup_lr is not None:
+        return warmup_lr
+    p = min(1.0, (t - warm) / (total - warm))
+    return low + (peak - low) * (1.0 + math.cos(math.pi * p)) / 2.0
+
+
+def linear_schedule(step: int, peak_lr: float, total_steps: int, warmup_steps: int = 0,
+                    min_lr: float = 0.0) -> float:
+    """Learning rate of step ``t`` of linear warmup then linear decay to ``min_lr``.
+
+    Warmup as in :func:`cosine_schedule`; then ``eta_t = peak + (min_lr - peak) p`` with
+    ``p = min(1, (t - W) / (T - W))``. PyTorch: ``SequentialLR([LinearLR(1/W, 1, W-1),
+    LinearLR(1, min_lr/peak, T-W)], milestones=[W])``. Derived in chapter :doc:`/chapters/optimizers`.
+    """
+    t, peak, total, warm, low, warmup_lr = _schedule(step, peak_lr, total_steps, warmup_steps, min_lr)
+    if warmup_lr is not None:
+        return warmup_lr
+    p = min(1.0, (t - warm) / (total - warm))
+    return peak + (low - peak) * p
+
+
+def wsd_schedule(step: int, peak_lr: float, total_steps: int, decay_steps: int, warmup_steps: int = 0,
+                 min_lr: float = 0.0) -> float:
+    """Learning rate of step ``t`` of a warmup-stable-decay (WSD) schedule.
+
+    Warmup as in :func:`cosine_schedule`, the peak held until step ``T - S`` (``S = decay_steps``),
+    then a linear decay ``eta_t = peak + (min_lr - peak) p``, ``p = min(1, (t - (T - S)) / S)``.
+    With ``S = T - W`` it is :func:`linear_schedule`. PyTorch: ``SequentialLR([LinearLR(1/W, 1,
+    W-1), ConstantLR(1, T), LinearLR(1, min_lr/peak, S)], milestones=[W, T-S])``. Derived in chapter
+    :doc:`/chapters/optimizers`.
+    """
+    t, peak, total, warm, low, warmup_lr = _schedule(step, peak_lr, total_steps, warmup_steps, min_lr)
+    decay = check_int("decay_steps", decay_steps, minimum=1, maximum=total - warm)
+    if warmup_lr is not None:
+        return warmup_lr
+    start = total - decay
+    if t < start:
+        return peak
+    return peak + (low - peak) * min(1.0, (t - start) / decay)
+
+
+# --------------------------------------------------------------------------- gradient clipping
+def _grad_list(grads: Sequence[ArrayLike] | np.ndarray) -> list[np.ndarray]:
+    if isinstance(grads, np.ndarray):
+        grads = [grads]
+    if not isinstance(grads, (list, tuple)) or not grads:
+        raise TypeError(f"grads must be an array or a non-empty list of arrays, got {type(grads).__name__}")
+    arrays = [_as_float_array(f"grads[{i}]", g) for i, g in enumerate(grads)]
+    for i, a in enumerate(arrays):
+        if not np.all(np.isfinite(a)):
+            raise ValueError(f"grads[{i}] must be finite everywhere (skip the step instead of clipping)")
+    return arrays
+
+
+def global_grad_norm(grads: Sequence[ArrayLike] | np.ndarray) -> float:
+    """``||g|| = sqrt(sum_i ||g_i||^2)``: the Euclidean norm of all gradient arrays ``g_i`` taken
+    together as one vector (the "global norm" that GPT-3 and LLaMA clip at 1.0).
+
+    Derived in chapter :doc:`/chapters/optimizers`.
+    """
+    arrays = _grad_list(grads)
+    return math.sqrt(sum(float(np.sum(a.astype(np.float64) ** 2)) for a in arrays))
+
+
+def clip_grad_norm(grads: Sequence[ArrayLike] | np.ndarray, max_norm: float,
+                   eps: float = 1e-6) -> tuple[list[np.ndarray], float]:
+    """Global-norm clipping as ``torch.nn.utils.clip_grad_norm_``: returns ``(clipped, ||g||)``.
+
+    Every array is multiplied by the same factor ``min(1, max_norm / (||g|| + eps))``, so the
+    direction of the whole gradient is kept and its norm becomes (just under) ``max_norm`` when it
+    was larger; ``||g||`` is the norm *before* clipping (:func:`global_grad_norm`). PyTorch's
+    ``eps`` is ``1e-6``. New arrays are returned; the inputs are not modified.
+    Derived in chapter :doc:`/chapters/optimizers`.
+    """
+    arrays = _grad_list(grads)
+    max_norm = check_positive("max_norm", max_norm)
+    eps = check_positive("eps", eps, allow_zero=True)
+    norm = global_grad_norm(arrays)
+    scale = min(1.0, max_norm / (norm + eps))
+    return [a * a.dtype.type(scale) for a in arrays], norm
+
+
+# --------------------------------------------------------------------------- quadratic theory
+def _eigenvalues(eigenvalues: ArrayLike) -> np.ndarray:
+    return check_array_positive("eigenvalues", eigenvalues).ravel()
+
+
+def gd_rate(lr: float, eigenvalues: ArrayLike) -> float:
+    """``max_i |1 - lr * lambda_i|``: the factor by which gradient descent shrinks the slowest
+    error component per step on ``f(x) = x^T H x / 2`` with Hessian eigenvalues ``lambda_i > 0``.
+
+    Each eigen-direction evolves as ``e_{t+1} = (1 - lr lambda_i) e_t``, so the iteration converges
+    from every start iff the rate is ``< 1``, i.e. ``0 < lr < 2 / lambda_max``.
+    Derived in chapter :doc:`/chapters/optimizers`.
+    """
+    lr = check_positive("lr", lr)
+    lam = _eigenvalues(eigenvalues)
+    return float(np.max(np.abs(1.0 - lr * lam)))
+
+
+def heavy_ball_rate(lr: float, momentum: float, eigenvalues: ArrayLike) -> float:
+    """Asymptotic rate of the heavy ball ``x_{t+1} = x_t - lr g_t + mu (x_t - x_{t-1})`` (PyTorch's
+    ``SGD(momentum=mu)``) on ``f(x) = x^T H x / 2``: ``max_i rho_i``, where ``rho_i`` is the largest
+    modulus of the roots of ``z^2 - (1 + mu - lr lambda_i) z + mu = 0``, the characteristic
+    polynomial of the iteration on eigen-direction ``i``.
+
+    Complex roots (``(1 - sqrt(mu))^2 <= lr lambda_i <= (1 + sqrt(mu))^2``) have modulus
+    ``sqrt(mu)``. Derived in chapter :doc:`/chapters/optimizers`.
+    """
+    lr = check_positive("lr", lr)
+    mu = check_fraction("momentum", momentum, low_open=False, high_open=True)
+    lam = _eigenvalues(eigenvalues)
+    b = 1.0 + mu - lr * lam
+    root = np.sqrt(b.astype(complex) ** 2 - 4.0 * mu)
+    return float(np.max(np.maximum(np.abs(b + root), np.abs(b - root))) / 2.0)
+
+
+def max_stable_lr(lambda_max: float, momentum: float = 0.0) -> float:
+    """``2 (1 + mu) / lambda_max``: the largest learning rate for which gradient descent
+    (``mu = 0``) or the heavy ball with momentum ``0 <= mu < 1`` converges on a quadratic whose
+    largest Hessian eigenvalue is ``lambda_max`` (the bound itself is not stable).
+
+    Derived in chapter :doc:`/chapters/optimizers`.
+    """
+    lam = check_positive("lambda_max", lambda_max)
+    mu = check_fraction("momentum", momentum, low_open=False, high_open=True)
+    return 2.0 * (1.0 + mu) / lam
+
+
+def _spectrum(lambda_min: float, lambda_max: float) -> tuple[float, float]:
+    m = check_positive("lambda_min", lambda_min)
+    big = check_positive("lambda_max", lambda_max)
+    if m > big:
+        raise ValueError(f"lambda_min must be <= lambda_max = {big}, got {m}")
+    return m, big
+
+
+def gd_optimal(lambda_min: float, lambda_max: float) -> tuple[float, float]:
+    """``(lr, rate) = (2 / (m + L), (kappa - 1) / (kappa + 1))``: the learning rate that minimises
+    :func:`gd_rate` over eigenvalues in ``[m, L]`` and the rate it achieves (``kappa = L / m``).
+
+    Derived in chapter :doc:`/chapters/optimizers`.
+    """
+    m, big = _spectrum(lambda_min, lambda_max)
+    kappa = big / m
+    return 2.0 / (m + big), (kappa - 1.0) / (kappa + 1.0)
+
+
+def heavy_ball_optimal(lambda_min: float, lambda_max: float) -> tuple[float, float, float]:
+    """Polyak's optimal heavy ball for eigenvalues in ``[m, L]``, ``kappa = L / m``:
+    ``lr = 4 / (sqrt(L) + sqrt(m))^2``, ``mu = ((sqrt(kappa) - 1) / (sqrt(kappa) + 1))^2`` and the
+    rate ``sqrt(mu) = (sqrt(kappa) - 1) / (sqrt(kappa) + 1)``; returns ``(lr, mu, rate)``.
+
+    Derived in chapter :doc:`/chapters/optimizers`.
+    """
+    m, big = _spectrum(lambda_min, lambda_max)
+    rate = (math.sqrt(big) - math.sqrt(m)) / (math.sqrt(big) + math.sqrt(m))
+    return 4.0 / (math.sqrt(big) + math.sqrt(m)) ** 2, rate * rate, rate

@@ -318,3 +318,282 @@ def test_init_state_follows_params_dtype():
     assert st.t == 0 and st.first.dtype == np.float32 and st.second.shape == (4,)
     p, _ = sgd_step(np.ones(2, dtype=np.float16), np.ones(2, dtype=np.float16), st, SGDConfig(lr=1e-4))
     assert p.dtype == np.float16
+
+
+# --------------------------------------------------------------------------- schedules
+from torch.optim.lr_scheduler import ConstantLR, CosineAnnealingLR, LinearLR, SequentialLR  # noqa: E402
+
+from llmmath.optim import (  # noqa: E402
+    adam_update_bound,
+    clip_grad_norm,
+    cosine_schedule,
+    ema_horizon,
+    gd_optimal,
+    gd_rate,
+    global_grad_norm,
+    heavy_ball_optimal,
+    heavy_ball_rate,
+    linear_schedule,
+    max_stable_lr,
+    wsd_schedule,
+)
+
+
+def _torch_lrs(make, peak: float, steps: int) -> list[float]:
+    """The learning rate PyTorch's scheduler gives each of ``steps`` optimizer steps."""
+    p = torch.zeros(1, requires_grad=True)
+    opt = torch.optim.SGD([p], lr=peak)
+    sched = make(opt)
+    lrs = []
+    for _ in range(steps):
+        lrs.append(opt.param_groups[0]["lr"])
+        opt.step()
+        sched.step()
+    return lrs
+
+
+def _warm(opt, w):
+    return LinearLR(opt, start_factor=1 / w, end_factor=1.0, total_iters=w - 1)
+
+
+SCHEDULE_CASES = [(3e-4, 12, 200, 3e-5), (1.0, 2, 37, 0.0), (0.02, 50, 51, 0.01), (5e-3, 0, 90, 1e-4)]
+
+
+@pytest.mark.parametrize(("peak", "w", "total", "low"), SCHEDULE_CASES)
+def test_cosine_and_linear_schedules_match_torch_sequential_lr(peak, w, total, low):
+    if w:
+        cos = _torch_lrs(lambda o: SequentialLR(o, [_warm(o, w), CosineAnnealingLR(o, total - w, low)], [w]),
+                         peak, total)
+        lin = _torch_lrs(lambda o: SequentialLR(o, [_warm(o, w), LinearLR(o, 1.0, low / peak, total - w)], [w]),
+                         peak, total)
+    else:
+        cos = _torch_lrs(lambda o: CosineAnnealingLR(o, total, low), peak, total)
+        lin = _torch_lrs(lambda o: LinearLR(o, 1.0, low / peak, total), peak, total)
+    ours_cos = [cosine_schedule(t, peak, total, w, low) for t in range(total)]
+    ours_lin = [linear_schedule(t, peak, total, w, low) for t in range(total)]
+    np.testing.assert_allclose(ours_cos, cos, rtol=1e-12, atol=1e-15 * peak)
+    np.testing.assert_allclose(ours_lin, lin, rtol=1e-12, atol=1e-15 * peak)
+
+
+@pytest.mark.parametrize(("peak", "w", "total", "decay", "low"), [(3e-4, 10, 120, 30, 3e-5), (1.0, 0, 40, 7, 0.0)])
+def test_wsd_schedule_matches_torch_sequential_lr(peak, w, total, decay, low):
+    stable = ConstantLR  # factor 1: holds the peak
+    if w:
+        ref = _torch_lrs(lambda o: SequentialLR(
+            o, [_warm(o, w), stable(o, 1.0, total), LinearLR(o, 1.0, low / peak, decay)], [w, total - decay]),
+            peak, total)
+    else:
+        ref = _torch_lrs(lambda o: SequentialLR(
+            o, [stable(o, 1.0, total), LinearLR(o, 1.0, low / peak, decay)], [total - decay]), peak, total)
+    ours = [wsd_schedule(t, peak, total, decay, w, low) for t in range(total)]
+    np.testing.assert_allclose(ours, ref, rtol=1e-12, atol=1e-15 * peak)
+
+
+def test_schedule_landmarks_by_hand():
+    # warmup (t + 1) / W, peak at t = W - 1 and t = W, cosine half-way point (peak + min) / 2
+    assert cosine_schedule(0, 1.0, 110, 10, 0.1) == pytest.approx(0.1)
+    assert cosine_schedule(9, 1.0, 110, 10, 0.1) == 1.0 == cosine_schedule(10, 1.0, 110, 10, 0.1)
+    assert cosine_schedule(60, 1.0, 110, 10, 0.1) == pytest.approx(0.55, rel=1e-15)
+    assert linear_schedule(60, 1.0, 110, 10, 0.1) == pytest.approx(0.55, rel=1e-15)
+    # min_lr is reached one step after the last one and kept (torch's cosine would rise again)
+    assert cosine_schedule(110, 1.0, 110, 10, 0.1) == cosine_schedule(500, 1.0, 110, 10, 0.1) == 0.1
+    assert linear_schedule(110, 2.0, 110) == 0.0
+    # WSD with the whole post-warmup run as its decay is the linear schedule
+    for t in range(0, 130, 7):
+        assert wsd_schedule(t, 1.0, 110, 100, 10, 0.1) == pytest.approx(linear_schedule(t, 1.0, 110, 10, 0.1))
+    assert wsd_schedule(79, 1.0, 110, 30, 10) == 1.0 > wsd_schedule(81, 1.0, 110, 30, 10)
+
+
+# --------------------------------------------------------------------------- clipping
+@pytest.mark.parametrize("max_norm", [0.5, 1.0, 100.0])
+def test_clip_grad_norm_matches_torch(max_norm):
+    rng = np.random.default_rng(4)
+    grads = [rng.normal(size=(3, 4)), rng.normal(size=7) * 0.1, rng.normal(size=(2, 2, 2)) * 3]
+    ps = [torch.zeros(g.shape, dtype=torch.float64, requires_grad=True) for g in grads]
+    for p, g in zip(ps, grads, strict=True):
+        p.grad = torch.tensor(g)
+    total = torch.nn.utils.clip_grad_norm_(ps, max_norm)
+    clipped, norm = clip_grad_norm(grads, max_norm)
+    assert norm == pytest.approx(float(total), rel=1e-14)
+    for c, p in zip(clipped, ps, strict=True):
+        np.testing.assert_allclose(c, p.grad.numpy(), rtol=1e-14, atol=0)
+    # inputs untouched; above the threshold the new norm is max_norm * ||g|| / (||g|| + 1e-6)
+    assert global_grad_norm(grads) == norm
+    if norm > max_norm:
+        assert global_grad_norm(clipped) == pytest.approx(max_norm * norm / (norm + 1e-6), rel=1e-14)
+
+
+def test_global_norm_by_hand():
+    assert global_grad_norm([np.array([3.0, 4.0]), np.array([[12.0]])]) == 13.0
+    assert global_grad_norm(np.array([1.0, 1.0, 1.0, 1.0])) == 2.0
+    clipped, norm = clip_grad_norm([np.array([3.0, 4.0]), np.array([12.0])], 1.0, eps=0.0)
+    assert norm == 13.0
+    np.testing.assert_allclose(np.concatenate(clipped), np.array([3.0, 4.0, 12.0]) / 13.0, rtol=1e-15)
+
+
+# --------------------------------------------------------------------------- quadratic theory
+def _spd(n: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    q, _ = np.linalg.qr(rng.normal(size=(n, n)))
+    return q @ np.diag(np.geomspace(0.5, 40.0, n)) @ q.T
+
+
+@pytest.mark.parametrize("lr", [0.01, 0.04, 0.049, 0.06])
+def test_gd_rate_is_the_spectral_radius_of_the_iteration(lr):
+    h = _spd(5, 0)
+    expected = np.max(np.abs(np.linalg.eigvals(np.eye(5) - lr * h)))
+    assert gd_rate(lr, np.linalg.eigvalsh(h)) == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize(("lr", "mu"), [(0.01, 0.0), (0.03, 0.5), (0.06, 0.9), (0.1, 0.2), (0.001, 0.99)])
+def test_heavy_ball_rate_is_the_spectral_radius_of_the_iteration(lr, mu):
+    # (x_{t+1}, x_t) = M (x_t, x_{t-1}) with M = [[(1 + mu) I - lr H, -mu I], [I, 0]]
+    h, n = _spd(4, 1), 4
+    m = np.block([[(1 + mu) * np.eye(n) - lr * h, -mu * np.eye(n)], [np.eye(n), np.zeros((n, n))]])
+    expected = np.max(np.abs(np.linalg.eigvals(m)))
+    assert heavy_ball_rate(lr, mu, np.linalg.eigvalsh(h)) == pytest.approx(expected, rel=1e-9)
+
+
+def test_heavy_ball_rate_matches_torch_sgd_momentum():
+    # torch's SGD(momentum) on f = x^T H x / 2: the error shrinks like rate^t (times a polynomial)
+    h = np.diag([1.0, 50.0])
+    lr, mu, rate = heavy_ball_optimal(1.0, 50.0)
+    lr, mu = 0.9 * lr, mu  # off the double root, so the decay is a clean geometric one
+    x = torch.tensor([1.0, 1.0], dtype=torch.float64, requires_grad=True)
+    opt = torch.optim.SGD([x], lr=lr, momentum=mu)
+    hh = torch.tensor(h)
+    norms = []
+    for _ in range(400):
+        opt.zero_grad()
+        (0.5 * x @ hh @ x).backward()
+        opt.step()
+        norms.append(float(torch.linalg.vector_norm(x.detach())))
+    measured = (norms[-1] / norms[-101]) ** (1 / 100)
+    assert measured == pytest.approx(heavy_ball_rate(lr, mu, [1.0, 50.0]), rel=2e-2)
+
+
+def test_stability_bound_against_torch():
+    # just below 2 (1 + mu) / lambda_max torch's SGD converges, just above it diverges
+    for mu in (0.0, 0.5, 0.9):
+        bound = max_stable_lr(50.0, mu)
+        for factor, converges in ((0.99, True), (1.01, False)):
+            x = torch.tensor([1.0], dtype=torch.float64, requires_grad=True)
+            opt = torch.optim.SGD([x], lr=factor * bound, momentum=mu)
+            for _ in range(600):
+                opt.zero_grad()
+                (25.0 * x * x).sum().backward()
+                opt.step()
+            assert (abs(float(x.detach())) < 1e-3) is converges, (mu, factor)
+
+
+def test_optimal_parameters_by_brute_force():
+    m, big = 1.0, 50.0
+    lams = np.linspace(m, big, 60)
+    lr_gd, rate_gd = gd_optimal(m, big)
+    etas = np.linspace(0.001, 0.04, 4000)
+    rates = np.max(np.abs(1 - etas[:, None] * lams[None, :]), axis=1)
+    assert etas[np.argmin(rates)] == pytest.approx(lr_gd, abs=2e-5)
+    assert rates.min() == pytest.approx(rate_gd, abs=1e-4)
+
+    # largest eigenvalue modulus of the 2 x 2 iteration matrix [[1 + mu - eta lam, -mu], [1, 0]]
+    # over the spectrum, for every (eta, mu) of a grid, by numpy's eigenvalue solver
+    e, u, lam = np.meshgrid(np.linspace(0.03, 0.09, 61), np.linspace(0.4, 0.7, 61), lams, indexing="ij")
+    mats = np.zeros((*e.shape, 2, 2))
+    mats[..., 0, 0], mats[..., 0, 1], mats[..., 1, 0] = 1 + u - e * lam, -u, 1.0
+    radius = np.abs(np.linalg.eigvals(mats)).max(axis=(-1, -2))
+    i, j = np.unravel_index(np.argmin(radius), radius.shape)
+    best, e_best, u_best = radius[i, j], e[i, j, 0], u[i, j, 0]
+    lr_hb, mu_hb, rate_hb = heavy_ball_optimal(m, big)
+    assert best >= rate_hb - 1e-9  # nothing on the grid beats the formula
+    assert best == pytest.approx(rate_hb, abs=5e-3)
+    assert (e_best, u_best) == (pytest.approx(lr_hb, abs=2e-3), pytest.approx(mu_hb, abs=1e-2))
+    assert rate_hb == pytest.approx(np.sqrt(mu_hb), rel=1e-14)
+
+
+def test_heavy_ball_optimum_from_sympy():
+    import sympy as sp
+
+    eta, s, m, big = sp.symbols("eta s m L", positive=True)
+    sol = sp.solve([sp.Eq(eta * m, (1 - s) ** 2), sp.Eq(eta * big, (1 + s) ** 2)], [eta, s], dict=True)
+    (good,) = [d for d in sol if 0 < d[s].subs({m: 1, big: 50}) < 1]  # the root with 0 < sqrt(mu) < 1
+    lr, mu, rate = heavy_ball_optimal(2.0, 30.0)
+    assert float(good[eta].subs({m: 2, big: 30})) == pytest.approx(lr, rel=1e-12)
+    assert float(good[s].subs({m: 2, big: 30})) == pytest.approx(rate, rel=1e-12)
+
+
+def test_ema_horizon_is_the_mean_age():
+    for beta in (0.0, 0.9, 0.95, 0.999):
+        k = np.arange(200_000)
+        assert ema_horizon(beta) == pytest.approx(float(np.sum((k + 1) * (1 - beta) * beta**k)), rel=1e-9)
+
+
+@pytest.mark.parametrize(("beta1", "beta2", "steps"), [(0.9, 0.95, 800), (0.9, 0.99, 3000), (0.5, 0.9, 500)])
+def test_adam_update_bound_is_reached_by_geometrically_growing_gradients(beta1, beta2, steps):
+    hp = AdamConfig(lr=1.0, beta1=beta1, beta2=beta2, eps=0.0)
+    r = beta2 / beta1
+    g = r ** (np.arange(steps) - steps + 1.0)  # grows by beta2 / beta1 per step, ends at 1
+    assert g[0] > 1e-300  # no underflow to an exact zero (0 / 0 with eps = 0)
+    p, st = np.zeros(1), init_state(hp, np.zeros(1))
+    for gt in g:
+        q, st = adam_step(p, np.array([gt]), st, hp)
+        last, p = float(p[0] - q[0]), q
+    assert last == pytest.approx(adam_update_bound(beta1, beta2), rel=1e-6)
+    # random histories stay below it
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        g = rng.lognormal(0, 2, size=300) * rng.choice([-1, 1], size=300)
+        p, st = np.zeros(1), init_state(hp, np.zeros(1))
+        for gt in g:
+            q, st = adam_step(p, np.array([gt]), st, hp)
+            assert abs(float(p[0] - q[0])) <= adam_update_bound(beta1, beta2) * (1 + 1e-12)
+            p = q
+
+
+def test_adam_update_bound_values():
+    # Kingma and Ba's sparse case (1 - b1) / sqrt(1 - b2) is below the supremum
+    assert adam_update_bound(0.9, 0.999) > 0.1 / np.sqrt(0.001)
+    assert adam_update_bound(0.9, 0.95) > 1.0
+    assert adam_update_bound(0.0, 0.5) == pytest.approx(1 / np.sqrt(0.5))
+    assert adam_update_bound(0.9, 0.8) == np.inf
+
+
+@pytest.mark.parametrize(
+    ("make", "name"),
+    [
+        (lambda: cosine_schedule(-1, 1.0, 10), "step"),
+        (lambda: cosine_schedule(0, 0.0, 10), "peak_lr"),
+        (lambda: cosine_schedule(0, 1.0, 0), "total_steps"),
+        (lambda: cosine_schedule(0, 1.0, 10, 10), "warmup_steps"),
+        (lambda: linear_schedule(0, 1.0, 10, 2, 2.0), "min_lr"),
+        (lambda: linear_schedule(0, 1.0, 10, 2, -0.1), "min_lr"),
+        (lambda: wsd_schedule(0, 1.0, 10, 9, 2), "decay_steps"),
+        (lambda: wsd_schedule(0, 1.0, 10, 0), "decay_steps"),
+        (lambda: clip_grad_norm([np.ones(2)], 0.0), "max_norm"),
+        (lambda: clip_grad_norm([np.ones(2)], 1.0, eps=-1.0), "eps"),
+        (lambda: clip_grad_norm([np.ones(2), np.array([np.nan])], 1.0), "grads"),
+        (lambda: gd_rate(0.0, [1.0]), "lr"),
+        (lambda: gd_rate(0.1, [1.0, -2.0]), "eigenvalues"),
+        (lambda: heavy_ball_rate(0.1, 1.0, [1.0]), "momentum"),
+        (lambda: max_stable_lr(0.0), "lambda_max"),
+        (lambda: gd_optimal(2.0, 1.0), "lambda_min"),
+        (lambda: heavy_ball_optimal(0.0, 1.0), "lambda_min"),
+        (lambda: ema_horizon(1.0), "beta"),
+        (lambda: adam_update_bound(0.9, 1.0), "beta2"),
+    ],
+)
+def test_new_functions_reject_bad_values(make, name):
+    with pytest.raises(ValueError, match=name):
+        make()
+
+
+def test_new_functions_reject_bad_types():
+    with pytest.raises(TypeError, match="step"):
+        cosine_schedule(1.0, 1.0, 10)
+    with pytest.raises(TypeError, match="total_steps"):
+        wsd_schedule(0, 1.0, 10.0, 2)
+    with pytest.raises(TypeError, match="grads"):
+        clip_grad_norm([], 1.0)
+    with pytest.raises(TypeError, match="grads"):
+        global_grad_norm([np.array(["a"])])
+    with pytest.raises(TypeError, match="eigenvalues"):
+        gd_rate(0.1, "big")
