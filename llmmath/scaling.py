@@ -7,8 +7,12 @@ Two families of published laws, stored as frozen dataclasses with their source:
   ``L(N, D) = [(N_c/N)^(alpha_N/alpha_D) + D_c/D]^alpha_D`` and the compute-efficient allocation
   ``N_opt = 1.3e9 C^0.73``, ``D_opt = 2e10 C^0.27`` (C in PF-days, N without embeddings).
 * Hoffmann et al. (2022), "Chinchilla": ``L(N, D) = E + A/N^alpha + B/D^beta`` (approach 3) with
-  the closed-form optimum under ``C = k N D``; the refit of Besiroglu et al. (2024); the
-  approach-1 table of compute-optimal sizes (Table 3).
+  the closed-form optimum under ``C = k N D`` and the loss frontier ``L*(C)``; the refit of
+  Besiroglu et al. (2024); the approach-1 table of compute-optimal sizes (Table 3).
+* Muennighoff et al. (2023): repeated data and excess parameters (effective data ``D'`` and
+  parameters ``N'``) and the compute-optimal run when unique data is limited.
+* Sardana et al. (2024): the model that reaches a target loss with the fewest training plus
+  inference FLOPs.
 
 Every function accepts numpy arrays wherever it accepts scalars (broadcasting) and returns a
 ``float`` for scalar input. Non-positive or non-finite N, D or C raise ``ValueError``.
@@ -46,6 +50,9 @@ __all__ = [
     "kaplan_loss_compute",
     "kaplan_optimal_params",
     "kaplan_optimal_tokens",
+    "kaplan_critical_batch",
+    "kaplan_frontier_batch",
+    "kaplan_frontier_steps",
     "chinchilla_loss",
     "isoflop_loss",
     "optimal_exponents",
@@ -53,6 +60,19 @@ __all__ = [
     "compute_optimal_tokens",
     "compute_optimal_tokens_per_param",
     "compute_optimal_loss",
+    "compute_for_loss",
+    "optimal_params_for_tokens",
+    "optimal_tokens_for_params",
+    "isoloss_tokens",
+    "DataConstrainedLaw",
+    "MUENNIGHOFF_2023",
+    "effective_data",
+    "effective_params",
+    "data_constrained_loss",
+    "data_constrained_optimum",
+    "SARDANA_2024",
+    "InferenceOptimum",
+    "inference_optimal",
     "fit_power_law",
     "fit_chinchilla_law",
     "plan_training_run",
@@ -96,6 +116,10 @@ class KaplanLaw:
     ``c_c`` in PF-days. ``joint_*``: the fit of the joint law eq. (1.5), Table 2.
     ``opt_n_coef, opt_n_exp, opt_d_coef, opt_d_exp``: the compute-efficient frontier, eq. (1.7)
     and Figure 14 / Table 6: ``N_opt = opt_n_coef * C^opt_n_exp`` (C in PF-days).
+    ``b_star, alpha_b``: the critical batch ``B_crit(L) = B_* / L^(1/alpha_B)`` in tokens, eq. (1.4)
+    with the Table 5 values; ``s_c, alpha_s``: the steps term of ``L(N, S_min)``, eq. (1.6).
+    ``opt_b_coef, opt_b_exp, opt_s_coef, opt_s_exp``: ``B_crit`` (tokens) and ``S_min`` (steps) on
+    the compute-efficient frontier, Table 6 (C in PF-days).
     """
 
     alpha_n: float
@@ -112,12 +136,21 @@ class KaplanLaw:
     opt_n_exp: float
     opt_d_coef: float
     opt_d_exp: float
+    b_star: float
+    alpha_b: float
+    s_c: float
+    alpha_s: float
+    opt_b_coef: float
+    opt_b_exp: float
+    opt_s_coef: float
+    opt_s_exp: float
     name: str = "Kaplan et al. (2020)"
     source: str = ""
 
     def __post_init__(self) -> None:
         for f in ("alpha_n", "n_c", "alpha_d", "d_c", "alpha_c", "c_c", "joint_alpha_n", "joint_alpha_d",
-                  "joint_n_c", "joint_d_c", "opt_n_coef", "opt_n_exp", "opt_d_coef", "opt_d_exp"):
+                  "joint_n_c", "joint_d_c", "opt_n_coef", "opt_n_exp", "opt_d_coef", "opt_d_exp",
+                  "b_star", "alpha_b", "s_c", "alpha_s", "opt_b_coef", "opt_b_exp", "opt_s_coef", "opt_s_exp"):
             check_positive(f, getattr(self, f))
 
 
@@ -125,8 +158,10 @@ KAPLAN_2020 = KaplanLaw(
     alpha_n=0.076, n_c=8.8e13, alpha_d=0.095, d_c=5.4e13, alpha_c=0.050, c_c=3.1e8,
     joint_alpha_n=0.076, joint_alpha_d=0.103, joint_n_c=6.4e13, joint_d_c=1.8e13,
     opt_n_coef=1.3e9, opt_n_exp=0.73, opt_d_coef=2e10, opt_d_exp=0.27,
-    source="Kaplan et al. (2020): eqs. (1.1)-(1.3), Table 2 (joint fit), Figure 14 and Table 6 "
-           "(compute-efficient N and D, C in PF-days)",
+    b_star=2.1e8, alpha_b=0.21, s_c=2.1e3, alpha_s=0.76,
+    opt_b_coef=2.0e6, opt_b_exp=0.24, opt_s_coef=5.4e3, opt_s_exp=0.03,
+    source="Kaplan et al. (2020): eqs. (1.1)-(1.6), Table 2 (joint fit), Table 5 (B_*, alpha_B, S_c, "
+           "alpha_S), Figure 14 and Table 6 (compute-efficient N, B_crit, S_min and D, C in PF-days)",
 )
 
 
@@ -182,6 +217,32 @@ def kaplan_optimal_tokens(compute: ArrayLike, law: KaplanLaw = KAPLAN_2020) -> f
     return _out(law.opt_d_coef * c**law.opt_d_exp)
 
 
+def kaplan_critical_batch(loss: ArrayLike, law: KaplanLaw = KAPLAN_2020) -> float | np.ndarray:
+    """Kaplan's critical batch size ``B_crit(L) = B_* / L^(1/alpha_B)`` in tokens (eq. 1.4, Table 5
+    constants ``B_* = 2.1e8``, ``alpha_B = 0.21``) at a loss of ``loss`` nats per token (WebText2).
+    Derived in chapter :doc:`/chapters/scaling-laws`."""
+    law = _law(law, KaplanLaw)
+    loss_ = check_array_positive("loss", loss)
+    return _out(law.b_star / loss_ ** (1.0 / law.alpha_b))
+
+
+def kaplan_frontier_batch(compute: ArrayLike, law: KaplanLaw = KAPLAN_2020) -> float | np.ndarray:
+    """``B_crit = 2.0e6 * (C_min / PF-day)^0.24`` tokens: the critical batch along Kaplan's
+    compute-efficient frontier (Table 6). Derived in chapter :doc:`/chapters/scaling-laws`."""
+    law = _law(law, KaplanLaw)
+    c = check_array_positive("compute", compute) / PF_DAY
+    return _out(law.opt_b_coef * c**law.opt_b_exp)
+
+
+def kaplan_frontier_steps(compute: ArrayLike, law: KaplanLaw = KAPLAN_2020) -> float | np.ndarray:
+    """``S_min = 5.4e3 * (C_min / PF-day)^0.03`` steps: the minimal number of optimizer steps along
+    Kaplan's compute-efficient frontier (Table 6); a run at ``B = B_crit`` takes ``2 S_min`` steps
+    and ``2 C_min`` FLOPs (their eq. 5.4). Derived in chapter :doc:`/chapters/scaling-laws`."""
+    law = _law(law, KaplanLaw)
+    c = check_array_positive("compute", compute) / PF_DAY
+    return _out(law.opt_s_coef * c**law.opt_s_exp)
+
+
 # ---------------------------------------------------------------------------------------------
 # Hoffmann et al. (2022) and its refit
 # ---------------------------------------------------------------------------------------------
@@ -227,7 +288,9 @@ BESIROGLU_2024 = ChinchillaLaw(
 )
 
 #: Hoffmann et al. (2022), Table 3 (approach 1): (parameters, FLOPs, tokens) of the compute-optimal
-#: model for each budget, as printed (3 significant figures).
+#: model for each budget, as printed: parameters as round numbers ("400 Million", "67 Billion"),
+#: FLOPs to 3 significant figures, tokens to one decimal in billions or trillions ("8.0 Billion",
+#: "1.5 Trillion", "216.2 Trillion": 2 to 4 significant figures).
 CHINCHILLA_TABLE3: tuple[tuple[float, float, float], ...] = (
     (400e6, 1.92e19, 8.0e9),
     (1e9, 1.21e20, 20.2e9),
@@ -307,6 +370,263 @@ def compute_optimal_loss(compute: ArrayLike, law: ChinchillaLaw = HOFFMANN_2022,
     c = check_array_positive("compute", compute)
     n = np.asarray(compute_optimal_params(c, law, flops_per_param_token))
     return chinchilla_loss(n, c / (_k(flops_per_param_token) * n), law)
+
+
+def _g(law: ChinchillaLaw) -> float:
+    """``G = (alpha A / (beta B))^(1/(alpha+beta))`` of Hoffmann et al.'s eq. (4)."""
+    return (law.alpha * law.A / (law.beta * law.B)) ** (1.0 / (law.alpha + law.beta))
+
+
+def compute_for_loss(loss: ArrayLike, law: ChinchillaLaw = HOFFMANN_2022,
+                     flops_per_param_token: float = 6) -> float | np.ndarray:
+    """The smallest compute ``C`` whose optimum reaches ``loss``: the inverse of
+    :func:`compute_optimal_loss`. On the frontier ``L*(C) = E + K (C/k)^(-gamma)`` with
+    ``gamma = alpha beta / (alpha + beta)`` and ``K = A G^(-alpha) + B G^beta``, so
+    ``C = k (K / (loss - E))^(1/gamma)``. Needs ``loss > E``.
+    Derived in chapter :doc:`/chapters/scaling-laws`."""
+    law = _law(law, ChinchillaLaw)
+    target = check_array_positive("loss", loss)
+    if np.any(target <= law.E):
+        raise ValueError(f"loss must be > E = {law.E} of {law.name} (no budget reaches E), got {loss!r}")
+    g = _g(law)
+    gamma = law.alpha * law.beta / (law.alpha + law.beta)
+    k_front = law.A * g ** (-law.alpha) + law.B * g**law.beta
+    return _out(_k(flops_per_param_token) * (k_front / (target - law.E)) ** (1.0 / gamma))
+
+
+def optimal_params_for_tokens(n_tokens: ArrayLike, law: ChinchillaLaw = HOFFMANN_2022) -> float | np.ndarray:
+    """``N = G (G D)^(beta/alpha)``: the model size for which ``D`` tokens are compute-optimal
+    (the inverse of :func:`compute_optimal_tokens` composed with :func:`compute_optimal_params`;
+    independent of ``k``). Muennighoff et al.'s ``U_N`` for ``U_D`` unique tokens.
+    Derived in chapter :doc:`/chapters/scaling-laws`."""
+    law = _law(law, ChinchillaLaw)
+    d = check_array_positive("n_tokens", n_tokens)
+    g = _g(law)
+    return _out(g * (g * d) ** (law.beta / law.alpha))
+
+
+def optimal_tokens_for_params(n_params: ArrayLike, law: ChinchillaLaw = HOFFMANN_2022) -> float | np.ndarray:
+    """``D = G^-1 (N / G)^(alpha/beta)``: the compute-optimal number of training tokens for an
+    ``N``-parameter model (the inverse of :func:`optimal_params_for_tokens`).
+    Derived in chapter :doc:`/chapters/scaling-laws`."""
+    law = _law(law, ChinchillaLaw)
+    n = check_array_positive("n_params", n_params)
+    g = _g(law)
+    return _out((n / g) ** (law.alpha / law.beta) / g)
+
+
+def isoloss_tokens(n_params: ArrayLike, loss: ArrayLike, law: ChinchillaLaw = HOFFMANN_2022) -> float | np.ndarray:
+    """``D = (B / (loss - E - A / N^alpha))^(1/beta)``: the tokens an ``N``-parameter model needs to
+    reach ``loss`` (the isoloss curve). Needs ``loss > E + A / N^alpha``, the model's loss with
+    unlimited data. Derived in chapter :doc:`/chapters/scaling-laws`."""
+    law = _law(law, ChinchillaLaw)
+    n = check_array_positive("n_params", n_params)
+    target = check_array_positive("loss", loss)
+    room = target - law.E - law.A * n ** (-law.alpha)
+    if np.any(room <= 0):
+        raise ValueError("loss must be > E + A / N^alpha (the loss of the model with unlimited data) "
+                         f"for every N; got loss={loss!r} for n_params={n_params!r}")
+    return _out((law.B / room) ** (1.0 / law.beta))
+
+
+# ---------------------------------------------------------------------------------------------
+# Muennighoff et al. (2023): repeated data
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DataConstrainedLaw:
+    """Muennighoff et al.'s data-constrained law: ``L = E + A / N'^alpha + B / D'^beta`` (the
+    constants of ``law``) with the effective data ``D' = U_D + U_D R_D* (1 - exp(-R_D / R_D*))`` and
+    the effective parameters ``N' = U_N + U_N R_N* (1 - exp(-R_N / R_N*))``.
+
+    ``r_d_star``: the repetitions ``R_D*`` after which repeated tokens quickly stop helping;
+    ``r_n_star``: the same for parameters beyond ``U_N``.
+    """
+
+    law: ChinchillaLaw
+    r_d_star: float
+    r_n_star: float
+    name: str = "custom"
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        _law(self.law, ChinchillaLaw)
+        check_positive("r_d_star", self.r_d_star)
+        check_positive("r_n_star", self.r_n_star)
+
+
+MUENNIGHOFF_2023 = DataConstrainedLaw(
+    law=ChinchillaLaw(
+        E=float(np.exp(0.6254804)), A=float(np.exp(6.255414)), B=float(np.exp(7.3049974)),
+        alpha=0.3526596, beta=0.3526596, name="Muennighoff et al. (2023), C4",
+        source="Muennighoff et al. (2023), Appendix A: a, b, e, alpha, beta fitted on C4 "
+               "(A = e^a, B = e^b, E = e^e; printed rounded as 521, 1488, 1.87, 0.35)",
+    ),
+    r_d_star=15.387756, r_n_star=5.309743, name="Muennighoff et al. (2023)",
+    source="Muennighoff et al. (2023), Appendix A (R_N* = 5.309743, R_D* = 15.387756) and the "
+           "parametric fit of their repository's README",
+)
+
+
+def _law_dc(law: Any) -> DataConstrainedLaw:
+    return _law(law, DataConstrainedLaw)
+
+
+def _decayed(unique: np.ndarray, repeats: np.ndarray, r_star: float) -> np.ndarray:
+    return unique + unique * r_star * (1.0 - np.exp(-repeats / r_star))
+
+
+def effective_data(n_tokens: ArrayLike, unique_tokens: ArrayLike,
+                   law: DataConstrainedLaw = MUENNIGHOFF_2023) -> float | np.ndarray:
+    """``D' = U_D + U_D R_D* (1 - exp(-R_D / R_D*))``: the fresh tokens worth as much as ``D``
+    tokens drawn from ``unique_tokens`` unique ones (Muennighoff et al. 2023, eq. 5).
+
+    ``U_D = min(unique_tokens, D)`` and ``R_D = D / U_D - 1`` repetitions (epochs minus one). Equals
+    ``D`` for one epoch, grows like ``D`` while ``R_D << R_D*`` and saturates at
+    ``U_D (1 + R_D*)``. Derived in chapter :doc:`/chapters/scaling-laws`."""
+    law = _law_dc(law)
+    d = check_array_positive("n_tokens", n_tokens)
+    u = np.minimum(check_array_positive("unique_tokens", unique_tokens), d)
+    return _out(_decayed(u, d / u - 1.0, law.r_d_star))
+
+
+def effective_params(n_params: ArrayLike, n_tokens: ArrayLike, unique_tokens: ArrayLike,
+                     law: DataConstrainedLaw = MUENNIGHOFF_2023) -> float | np.ndarray:
+    """``N' = U_N + U_N R_N* (1 - exp(-R_N / R_N*))`` (Muennighoff et al. 2023, eq. 6): parameters
+    beyond ``U_N = min(N, optimal_params_for_tokens(U_D))``, the compute-optimal size for the
+    ``U_D = min(unique_tokens, D)`` unique tokens, count less; ``R_N = N / U_N - 1``.
+    Derived in chapter :doc:`/chapters/scaling-laws`."""
+    law = _law_dc(law)
+    n = check_array_positive("n_params", n_params)
+    d = check_array_positive("n_tokens", n_tokens)
+    u = np.minimum(check_array_positive("unique_tokens", unique_tokens), d)
+    u_n = np.minimum(n, np.asarray(optimal_params_for_tokens(u, law.law)))
+    return _out(_decayed(u_n, n / u_n - 1.0, law.r_n_star))
+
+
+def data_constrained_loss(n_params: ArrayLike, n_tokens: ArrayLike, unique_tokens: ArrayLike,
+                          law: DataConstrainedLaw = MUENNIGHOFF_2023) -> float | np.ndarray:
+    """``L = E + A / N'^alpha + B / D'^beta`` with :func:`effective_params` and
+    :func:`effective_data` (Muennighoff et al. 2023, eq. 7): the loss of an ``N``-parameter model
+    trained on ``D`` tokens drawn, with repetition, from ``unique_tokens`` unique ones.
+    Derived in chapter :doc:`/chapters/scaling-laws`."""
+    law = _law_dc(law)
+    n_eff = effective_params(n_params, n_tokens, unique_tokens, law)
+    d_eff = effective_data(n_tokens, unique_tokens, law)
+    return chinchilla_loss(n_eff, d_eff, law.law)
+
+
+def _argmin_log(f: Any, lo: float, hi: float, n_grid: int = 2001) -> float:
+    """Minimiser of ``f(x)`` for ``x`` in ``[lo, hi]`` (positive): a grid in ``log x``, then golden
+    sections between the neighbours of the best grid point."""
+    grid = np.linspace(np.log(lo), np.log(hi), n_grid)
+    values = np.array([f(np.exp(v)) for v in grid])
+    i = int(np.argmin(values))
+    a, b = grid[max(i - 1, 0)], grid[min(i + 1, n_grid - 1)]
+    inv_phi = (np.sqrt(5.0) - 1.0) / 2.0
+    c, d = b - inv_phi * (b - a), a + inv_phi * (b - a)
+    fc, fd = f(np.exp(c)), f(np.exp(d))
+    for _ in range(200):
+        if b - a < 1e-13:
+            break
+        if fc < fd:
+            b, d, fd = d, c, fc
+            c = b - inv_phi * (b - a)
+            fc = f(np.exp(c))
+        else:
+            a, c, fc = c, d, fd
+            d = a + inv_phi * (b - a)
+            fd = f(np.exp(d))
+    return float(np.exp((a + b) / 2.0))
+
+
+def data_constrained_optimum(compute: float, unique_tokens: float, law: DataConstrainedLaw = MUENNIGHOFF_2023,
+                             flops_per_param_token: float = 6) -> TrainingPlan:
+    """The compute-optimal run when only ``unique_tokens`` unique tokens exist: minimises
+    :func:`data_constrained_loss` along ``D = C / (k N)`` numerically (a grid in ``log N`` over
+    ``D / N`` from ``1e-3`` to ``1e6``, refined by golden sections). Returns a
+    :class:`TrainingPlan`. Derived in chapter :doc:`/chapters/scaling-laws`."""
+    law = _law_dc(law)
+    c = check_positive("compute", compute)
+    u = check_positive("unique_tokens", unique_tokens)
+    k = _k(flops_per_param_token)
+
+    def loss_at(n: float) -> float:
+        return float(data_constrained_loss(n, c / (k * n), u, law))
+
+    lo, hi = np.sqrt(c / (k * 1e6)), np.sqrt(c / (k * 1e-3))
+    n = _argmin_log(loss_at, lo, hi)
+    d = c / (k * n)
+    return TrainingPlan(compute=c, n_params=n, n_tokens=d, tokens_per_param=d / n, loss=loss_at(n),
+                        law=law.name)
+
+
+# ---------------------------------------------------------------------------------------------
+# Sardana et al. (2024): training plus inference
+# ---------------------------------------------------------------------------------------------
+
+SARDANA_2024 = ChinchillaLaw(
+    E=1.69, A=406.4, B=410.7, alpha=0.336, beta=0.283, name="Sardana et al. (2024)",
+    source="the Hoffmann et al. (2022) constants as used by Sardana et al. (2024): printed A, B, E "
+           "with alpha = 0.336, beta = 0.283",
+)
+
+
+@dataclass(frozen=True)
+class InferenceOptimum:
+    """The cheapest model over its lifetime for a target loss (see :func:`inference_optimal`)."""
+
+    n_params: float
+    n_tokens: float
+    training_flops: float
+    inference_flops: float
+    total_flops: float
+    loss: float
+
+
+def inference_optimal(loss: float, inference_tokens: float, law: ChinchillaLaw = HOFFMANN_2022,
+                      train_flops_per_param_token: float = 6,
+                      inference_flops_per_param_token: float = 2) -> InferenceOptimum:
+    """Sardana et al.'s optimum: the ``(N, D)`` that minimise ``k_tr N D + k_inf N D_inf`` subject
+    to ``L(N, D) = loss``, for ``D_inf = inference_tokens`` tokens processed in inference (prompts
+    and generations; ``k_tr = 6``, ``k_inf = 2``).
+
+    Along the isoloss curve ``D(N)`` (:func:`isoloss_tokens`) the cost's derivative vanishes where
+    ``k_tr D (1 - alpha A N^-alpha / (beta (loss - E - A N^-alpha))) + k_inf D_inf = 0``; its left
+    side increases with ``N`` below the Chinchilla optimum for that loss, which it solves for
+    ``D_inf = 0``. Solved by bisection in ``log N``. Derived in chapter :doc:`/chapters/scaling-laws`.
+    """
+    law = _law(law, ChinchillaLaw)
+    target = check_positive("loss", loss)
+    if target <= law.E:
+        raise ValueError(f"loss must be > E = {law.E} of {law.name}, got {target}")
+    d_inf = check_positive("inference_tokens", inference_tokens, allow_zero=True)
+    k_tr = check_positive("train_flops_per_param_token", train_flops_per_param_token)
+    k_inf = check_positive("inference_flops_per_param_token", inference_flops_per_param_token)
+    n_min = (law.A / (target - law.E)) ** (1.0 / law.alpha)  # infinite data needed at this size
+    n_hi = float(compute_optimal_params(compute_for_loss(target, law, k_tr), law, k_tr))
+
+    def slope(n: float) -> float:
+        room = target - law.E - law.A * n ** (-law.alpha)
+        d = (law.B / room) ** (1.0 / law.beta)
+        return k_tr * d * (1.0 - law.alpha * law.A * n ** (-law.alpha) / (law.beta * room)) + k_inf * d_inf
+
+    lo, hi = np.log(n_min), np.log(n_hi)
+    if d_inf > 0:
+        for _ in range(200):
+            mid = (lo + hi) / 2.0
+            if mid in (lo, hi):
+                break
+            if slope(float(np.exp(mid))) > 0:
+                hi = mid
+            else:
+                lo = mid
+    n = float(np.exp(hi))
+    d = float(isoloss_tokens(n, target, law))
+    train, infer = k_tr * n * d, k_inf * n * d_inf
+    return InferenceOptimum(n_params=n, n_tokens=d, training_flops=train, inference_flops=infer,
+                            total_flops=train + infer, loss=target)
 
 
 # ---------------------------------------------------------------------------------------------

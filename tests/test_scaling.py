@@ -304,3 +304,188 @@ def test_plan_rejects_bad_budgets(kwargs, exc, name):
     args = dict(n_gpus=8, peak_flops=1e15, utilization=0.4, days=10.0) | kwargs
     with pytest.raises(exc, match=name):
         plan_training_run(**args)
+
+
+# ---- Kaplan's batch and steps ------------------------------------------------------------------
+
+from llmmath.scaling import (  # noqa: E402
+    MUENNIGHOFF_2023,
+    SARDANA_2024,
+    DataConstrainedLaw,
+    compute_for_loss,
+    data_constrained_loss,
+    data_constrained_optimum,
+    effective_data,
+    effective_params,
+    inference_optimal,
+    isoloss_tokens,
+    kaplan_critical_batch,
+    kaplan_frontier_batch,
+    kaplan_frontier_steps,
+    optimal_params_for_tokens,
+    optimal_tokens_for_params,
+)
+
+
+def test_kaplan_critical_batch_of_eq_1_4_agrees_with_table_6():
+    # eq. (1.4) B_* / L^(1/alpha_B) evaluated at the loss of eq. (1.3) L(C_min) is Table 6's
+    # 2.0e6 C_min^0.24 to within 3% over nine decades of compute: two independent published fits
+    for c in np.logspace(-3, 6, 10) * PF_DAY:
+        ratio = kaplan_critical_batch(kaplan_loss_compute(c)) / kaplan_frontier_batch(c)
+        assert ratio == pytest.approx(1.0, abs=0.03)
+    assert kaplan_critical_batch(1.0) == 2.1e8  # Table 5: B_* in tokens at L = 1 nat
+
+
+def test_kaplan_two_bcrit_smin_is_table_6_d_opt():
+    # a run at B = B_crit takes 2 S_min steps (eq. 5.4): 2 * 2.0e6 * 5.4e3 = 2.16e10 tokens per
+    # PF-day^0.27, Table 6's D_opt = 2e10 C^0.27 up to the rounding of the printed constants
+    for c in (1.0, 1e3):
+        tokens = 2 * kaplan_frontier_batch(c * PF_DAY) * kaplan_frontier_steps(c * PF_DAY)
+        assert tokens / kaplan_optimal_tokens(c * PF_DAY) == pytest.approx(1.08, rel=1e-9)
+    assert kaplan_frontier_steps(PF_DAY) == pytest.approx(5.4e3)
+
+
+# ---- the loss frontier and its inverses -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("law", LAWS, ids=lambda law: law.name)
+def test_loss_frontier_exponent_and_inverse(law):
+    c = np.logspace(19, 26, 8)
+    reducible = np.asarray(compute_optimal_loss(c, law)) - law.E
+    slope = np.polyfit(np.log(c), np.log(reducible), 1)[0]
+    assert slope == pytest.approx(-law.alpha * law.beta / (law.alpha + law.beta), rel=1e-10)
+    np.testing.assert_allclose(compute_for_loss(compute_optimal_loss(c, law), law), c, rtol=1e-10)
+
+
+@pytest.mark.parametrize("law", LAWS, ids=lambda law: law.name)
+def test_tokens_params_inverses_agree_with_the_closed_form(law):
+    c = np.array([1e20, 5.76e23, 1e26])
+    n, d = compute_optimal_params(c, law), compute_optimal_tokens(c, law)
+    np.testing.assert_allclose(optimal_params_for_tokens(d, law), n, rtol=1e-10)
+    np.testing.assert_allclose(optimal_tokens_for_params(n, law), d, rtol=1e-10)
+    target = 2.2
+    np.testing.assert_allclose(chinchilla_loss(7e9, isoloss_tokens(7e9, target, law), law), target, rtol=1e-12)
+
+
+# ---- Muennighoff et al. (2023) ------------------------------------------------------------------
+
+
+def test_effective_data_worked_example_of_the_paper():
+    # Appendix A: R_D* = 3, U = 1, four repeats -> D' = 1 + 3 (1 - e^(-4/3)) = 3.21; 100 repeats ->
+    # "3.99" (printed truncated: the value is 4 - 3 e^(-100/3), just below the plateau 4)
+    toy = DataConstrainedLaw(law=HOFFMANN_2022, r_d_star=3.0, r_n_star=3.0)
+    assert round(effective_data(5.0, 1.0, toy), 2) == 3.21
+    assert 3.99 < effective_data(101.0, 1.0, toy) < 4.0
+    assert effective_data(1e6, 1.0, toy) == pytest.approx(4.0)  # plateau U (1 + R_D*)
+
+
+def test_effective_data_derivative_is_the_value_of_a_repeated_token():
+    # sympy: dD'/dD = exp(-R_D / R_D*): the next repeated token is worth that fraction of a fresh one
+    D, U, R = sp.symbols("D U R", positive=True)
+    d_eff = U + U * R * (1 - sp.exp(-(D / U - 1) / R))
+    deriv = sp.lambdify((D, U, R), sp.diff(d_eff, D))
+    u, r = 1e11, MUENNIGHOFF_2023.r_d_star
+    for d in (2e11, 1e12, 5e12):
+        h = d * 1e-6
+        numeric = (effective_data(d + h, u) - effective_data(d - h, u)) / (2 * h)
+        assert numeric == pytest.approx(deriv(d, u, r), rel=1e-6)
+        assert deriv(d, u, r) == pytest.approx(np.exp(-(d / u - 1) / r), rel=1e-12)
+
+
+def test_data_constrained_loss_reproduces_the_published_values():
+    # the README of huggingface/datablations prints these two losses for the models of Figure 1
+    assert data_constrained_loss(6.34e9, 242e9, 25e9) == pytest.approx(2.2256440889984477, rel=1e-12)
+    assert data_constrained_loss(8.67e9, 178e9, 25e9) == pytest.approx(2.2269634075087867, rel=1e-12)
+
+
+def test_one_epoch_reduces_to_the_base_law():
+    law = MUENNIGHOFF_2023
+    n, d = 1e9, 3e10
+    assert effective_data(d, 1e12) == d
+    assert effective_params(n, d, 1e12) == n  # N below the compute-optimal size for the data
+    assert data_constrained_loss(n, d, 1e12) == pytest.approx(chinchilla_loss(n, d, law.law), rel=1e-14)
+
+
+def test_data_constrained_optimum_matches_the_published_grid_search_and_brute_force():
+    # README: optimal allocation for the compute of 8.67e9 params x 178e9 tokens with 25e9 unique
+    # tokens is "227B tokens, 9.1 epochs, 6.8B parameters" (a grid search in steps of 0.4%)
+    c = 6 * 8.67e9 * 178e9
+    plan = data_constrained_optimum(c, 25e9)
+    assert plan.n_tokens == pytest.approx(227e9, rel=5e-3)
+    assert plan.n_tokens / 25e9 == pytest.approx(9.1, abs=0.05)
+    assert plan.n_params == pytest.approx(6.8e9, rel=1e-2)
+    n = np.logspace(9, 11, 20001)
+    brute = n[np.argmin(data_constrained_loss(n, c / (6 * n), 25e9))]
+    assert plan.n_params == pytest.approx(brute, rel=1e-3)
+
+
+# ---- Sardana et al. (2024) ----------------------------------------------------------------------
+
+
+def test_inference_optimal_reproduces_the_published_example():
+    # Sardana et al., Figure 1: a developer who would train a (Chinchilla-optimal) 13B model and
+    # expects 2T tokens of inference saves 1.7e22 FLOPs (17%) by training a 7B model on more data
+    n0 = 13e9
+    d0 = optimal_tokens_for_params(n0, SARDANA_2024)
+    target = chinchilla_loss(n0, d0, SARDANA_2024)
+    opt = inference_optimal(target, 2e12, SARDANA_2024)
+    baseline = 6 * n0 * d0 + 2 * n0 * 2e12
+    assert round(opt.n_params / 1e9) == 7
+    assert baseline - opt.total_flops == pytest.approx(1.7e22, rel=0.03)
+    assert round(100 * (baseline - opt.total_flops) / baseline) == 17
+
+
+@pytest.mark.parametrize("d_inf", [0.0, 1e11, 2e12, 1e14])
+def test_inference_optimal_is_the_brute_force_minimum(d_inf):
+    law = BESIROGLU_2024
+    target = 2.1
+    opt = inference_optimal(target, d_inf, law)
+    n_min = (law.A / (target - law.E)) ** (1 / law.alpha)
+    n = n_min * np.logspace(1e-6, 3, 400_001)
+    total = 6 * n * isoloss_tokens(n, target, law) + 2 * n * d_inf
+    assert opt.n_params == pytest.approx(n[np.argmin(total)], rel=1e-3)
+    assert opt.total_flops == pytest.approx(total.min(), rel=1e-9)
+    assert chinchilla_loss(opt.n_params, opt.n_tokens, law) == pytest.approx(target, rel=1e-12)
+    if d_inf == 0:  # nothing served: the Chinchilla optimum for that loss
+        c = compute_for_loss(target, law)
+        assert opt.n_params == pytest.approx(compute_optimal_params(c, law), rel=1e-9)
+
+
+def test_inference_optimal_satisfies_the_lagrange_conditions():
+    # sympy: grad(6 N D + 2 N D_inf) = lambda grad(L) at the solution
+    N, D, Di, lam = sp.symbols("N D D_inf lambda", positive=True)
+    law = HOFFMANN_2022
+    cost = 6 * N * D + 2 * N * Di
+    loss = law.E + law.A * N ** -law.alpha + law.B * D ** -law.beta
+    opt = inference_optimal(2.0, 5e12, law)
+    at = {N: opt.n_params, D: opt.n_tokens, Di: 5e12}
+    ratio_n = float((sp.diff(cost, N) / sp.diff(loss, N)).subs(at))
+    ratio_d = float((sp.diff(cost, D) / sp.diff(loss, D)).subs(at))
+    assert ratio_n == pytest.approx(ratio_d, rel=1e-8)
+
+
+def test_new_scaling_functions_reject_bad_input():
+    with pytest.raises(ValueError, match="loss"):
+        compute_for_loss(1.5, HOFFMANN_2022)
+    with pytest.raises(ValueError, match="loss"):
+        isoloss_tokens(1e9, 1.8, HOFFMANN_2022)  # below E + A / N^alpha
+    with pytest.raises(ValueError, match="unique_tokens"):
+        effective_data(1e9, 0.0)
+    with pytest.raises(ValueError, match="n_params"):
+        effective_params(-1.0, 1e9, 1e9)
+    with pytest.raises(ValueError, match="r_d_star"):
+        DataConstrainedLaw(law=HOFFMANN_2022, r_d_star=0.0, r_n_star=1.0)
+    with pytest.raises(TypeError, match="law must be a ChinchillaLaw"):
+        DataConstrainedLaw(law=KAPLAN_2020, r_d_star=1.0, r_n_star=1.0)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="law must be a DataConstrainedLaw"):
+        data_constrained_loss(1e9, 1e10, 1e9, HOFFMANN_2022)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="compute"):
+        data_constrained_optimum(0.0, 1e9)
+    with pytest.raises(ValueError, match="inference_tokens"):
+        inference_optimal(2.0, -1.0)
+    with pytest.raises(ValueError, match="loss"):
+        inference_optimal(1.0, 1e12)
+    with pytest.raises(ValueError, match="loss"):
+        kaplan_critical_batch(0.0)
+    with pytest.raises(ValueError, match="compute"):
+        kaplan_frontier_steps(-1.0)
