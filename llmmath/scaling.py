@@ -73,6 +73,8 @@ __all__ = [
     "SARDANA_2024",
     "InferenceOptimum",
     "inference_optimal",
+    "implied_inference_tokens",
+    "HOFFMANN_FIT_GRID",
     "fit_power_law",
     "fit_chinchilla_law",
     "plan_training_run",
@@ -629,6 +631,24 @@ def inference_optimal(loss: float, inference_tokens: float, law: ChinchillaLaw =
                             total_flops=train + infer, loss=target)
 
 
+def implied_inference_tokens(n_params: ArrayLike, n_tokens: ArrayLike, law: ChinchillaLaw = HOFFMANN_2022,
+                             train_flops_per_param_token: float = 6,
+                             inference_flops_per_param_token: float = 2) -> float | np.ndarray:
+    """The inference demand ``D_inf`` for which training ``N`` parameters on ``D`` tokens is the
+    :func:`inference_optimal` choice for its own loss: setting the derivative of the lifetime cost
+    along the isoloss curve to zero gives
+    ``D_inf = (k_tr / k_inf) D (alpha A N^-alpha / (beta B D^-beta) - 1)``.
+    Negative for a model larger than compute-optimal (no demand justifies it).
+    Derived in chapter :doc:`/chapters/scaling-laws`."""
+    law = _law(law, ChinchillaLaw)
+    n = check_array_positive("n_params", n_params)
+    d = check_array_positive("n_tokens", n_tokens)
+    k_tr = check_positive("train_flops_per_param_token", train_flops_per_param_token)
+    k_inf = check_positive("inference_flops_per_param_token", inference_flops_per_param_token)
+    ratio = law.alpha * law.A * n ** (-law.alpha) / (law.beta * law.B * d ** (-law.beta))
+    return _out(k_tr / k_inf * d * (ratio - 1.0))
+
+
 # ---------------------------------------------------------------------------------------------
 # Fitting
 # ---------------------------------------------------------------------------------------------
@@ -703,9 +723,10 @@ def _levenberg_marquardt(theta: np.ndarray, logn: np.ndarray, logd: np.ndarray, 
     return theta, f
 
 
-#: Hoffmann et al.'s grid of initialisations (Appendix D.2): alpha, beta in {0, 0.5, ..., 2},
-#: e in {-1, -0.5, ..., 1}, a, b in {0, 5, ..., 25} (log A, log B, log E).
-_HOFFMANN_GRID = (
+#: Hoffmann et al.'s grid of initialisations (Appendix D.2), in the order (a, b, e, alpha, beta):
+#: a, b in {0, 5, ..., 25} (log A, log B), e in {-1, -0.5, ..., 1} (log E), alpha, beta in
+#: {0, 0.5, ..., 2}.
+HOFFMANN_FIT_GRID: tuple[tuple[float, ...], ...] = (
     (0.0, 5.0, 10.0, 15.0, 20.0, 25.0),  # a = log A
     (0.0, 5.0, 10.0, 15.0, 20.0, 25.0),  # b = log B
     (-1.0, -0.5, 0.0, 0.5, 1.0),  # e = log E
@@ -719,9 +740,11 @@ def fit_chinchilla_law(n_params: ArrayLike, n_tokens: ArrayLike, loss: ArrayLike
     """Fit ``L = E + A/N^alpha + B/D^beta`` to runs ``(N, D, L)`` as Hoffmann et al. do (Appendix D.2).
 
     Minimises ``sum_i Huber_delta(LSE(a - alpha log N_i, b - beta log D_i, e) - log L_i)`` over
-    ``(a, b, e, alpha, beta)`` with ``A = e^a``, ``B = e^b``, ``E = e^e``: the objective is evaluated on
-    their grid of 4500 initialisations, and Levenberg-Marquardt on the reweighted squares (IRLS for the
-    Huber loss) is run from the ``n_starts`` best; the lowest optimum wins. Needs at least 5 runs, with
+    ``(a, b, e, alpha, beta)`` with ``A = e^a``, ``B = e^b``, ``E = e^e``: the objective is evaluated at
+    every point of their grid of initialisations (:data:`HOFFMANN_FIT_GRID`, 4500 points), and
+    Levenberg-Marquardt on the reweighted squares (IRLS for the Huber loss) is run from the
+    ``n_starts`` points with the lowest objective; the lowest optimum wins. (Hoffmann et al. run
+    L-BFGS from every grid point.) Needs at least 5 runs, with
     both N and D varying. Returns a :class:`ChinchillaLaw` named ``"fit"``.
     Derived in chapter :doc:`/chapters/scaling-laws`.
     """
@@ -740,7 +763,7 @@ def fit_chinchilla_law(n_params: ArrayLike, n_tokens: ArrayLike, loss: ArrayLike
     n_starts = check_int("n_starts", n_starts)
     max_iter = check_int("max_iter", max_iter)
     logn, logd, logl = np.log(n), np.log(d), np.log(y)
-    grid = np.array(list(itertools.product(*_HOFFMANN_GRID)))
+    grid = np.array(list(itertools.product(*HOFFMANN_FIT_GRID)))
     f0 = _objective(grid, logn, logd, logl, delta)
     best: tuple[float, np.ndarray] | None = None
     for i in np.argsort(f0, kind="stable")[:n_starts]:

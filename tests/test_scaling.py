@@ -317,6 +317,7 @@ from llmmath.scaling import (  # noqa: E402
     data_constrained_optimum,
     effective_data,
     effective_params,
+    implied_inference_tokens,
     inference_optimal,
     isoloss_tokens,
     kaplan_critical_batch,
@@ -489,3 +490,26 @@ def test_new_scaling_functions_reject_bad_input():
         kaplan_critical_batch(0.0)
     with pytest.raises(ValueError, match="compute"):
         kaplan_frontier_steps(-1.0)
+
+
+def test_implied_inference_tokens_inverts_inference_optimal():
+    law = BESIROGLU_2024
+    n, d = 7e9, 2e12  # an over-trained 7B model
+    d_inf = implied_inference_tokens(n, d, law)
+    assert d_inf > 0
+    opt = inference_optimal(chinchilla_loss(n, d, law), d_inf, law)
+    assert opt.n_params == pytest.approx(n, rel=1e-9) and opt.n_tokens == pytest.approx(d, rel=1e-9)
+    # a compute-optimal run needs no inference to justify it; a larger-than-optimal one cannot be
+    c = 1e23
+    assert implied_inference_tokens(compute_optimal_params(c, law), compute_optimal_tokens(c, law), law) == \
+        pytest.approx(0.0, abs=1e-3 * compute_optimal_tokens(c, law))
+    assert implied_inference_tokens(175e9, 300e9, law) < 0
+
+
+def test_fit_grid_is_the_published_one():
+    # Appendix D.2 of Hoffmann et al.: 6 x 6 x 5 x 5 x 5 starting points
+    from llmmath.scaling import HOFFMANN_FIT_GRID
+
+    assert [len(axis) for axis in HOFFMANN_FIT_GRID] == [6, 6, 5, 5, 5]
+    assert HOFFMANN_FIT_GRID[0] == tuple(np.arange(0.0, 26.0, 5.0))
+    assert HOFFMANN_FIT_GRID[2] == (-1.0, -0.5, 0.0, 0.5, 1.0)
