@@ -506,22 +506,39 @@ def adam_update_bound(beta1: float, beta2: float) -> float:
 
 
 # --------------------------------------------------------------------------- schedules
-def _schedule(step: int, peak_lr: float, total_steps: int, warmup_steps: int, min_lr: float):
-    """Validate the common arguments of the schedules; return them and the warmup lr (or None)."""
-    step = check_int("step", step, minimum=0)
+def _steps(step: object) -> np.ndarray:
+    """``step`` as an int64 array (0-d for a scalar), checked to be integers >= 0."""
+    if isinstance(step, (bool, np.bool_)):
+        raise TypeError(f"step must be an integer or an array of integers, got {step!r}")
+    arr = np.asarray(step)
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"step must be an integer or an array of integers, got {type(step).__name__} {step!r}")
+    if arr.size and int(arr.min()) < 0:
+        raise ValueError(f"step must be an integer >= 0 (steps count from 0), got {step!r}")
+    return arr.astype(np.int64)
+
+
+def _schedule(step: object, peak_lr: float, total_steps: int, warmup_steps: int, min_lr: float):
+    """Validate the common arguments of the schedules; return them with the warmup rates."""
+    t = _steps(step)
     peak = check_positive("peak_lr", peak_lr)
     total = check_int("total_steps", total_steps, minimum=1)
     warm = check_int("warmup_steps", warmup_steps, minimum=0, maximum=total - 1)
     low = check_positive("min_lr", min_lr, allow_zero=True)
     if low > peak:
         raise ValueError(f"min_lr must be <= peak_lr = {peak}, got {low}")
-    warmup_lr = peak * (step + 1) / warm if step < warm else None
-    return step, peak, total, warm, low, warmup_lr
+    warmup = peak * (t + 1) / max(warm, 1)
+    return t, peak, total, warm, low, warmup
 
 
-def cosine_schedule(step: int, peak_lr: float, total_steps: int, warmup_steps: int = 0,
-                    min_lr: float = 0.0) -> float:
-    """Learning rate of step ``t = step`` (counted from 0) of linear warmup then cosine decay.
+def _scalar_or_array(t: np.ndarray, values: np.ndarray) -> float | np.ndarray:
+    return float(values) if t.ndim == 0 else values
+
+
+def cosine_schedule(step: int | ArrayLike, peak_lr: float, total_steps: int, warmup_steps: int = 0,
+                    min_lr: float = 0.0) -> float | np.ndarray:
+    """Learning rate of step ``t = step`` (counted from 0; an integer or an array of integers) of
+    linear warmup then cosine decay.
 
     ``eta_t = peak * (t + 1) / W`` for ``t < W`` (the first step already moves), then
     ``eta_t = min_lr + (peak - min_lr) (1 + cos(pi p)) / 2`` with ``p = min(1, (t - W) / (T - W))``:
@@ -531,30 +548,27 @@ def cosine_schedule(step: int, peak_lr: float, total_steps: int, warmup_steps: i
     eta_min=min_lr)], milestones=[W])`` stepped once per step. Derived in chapter
     :doc:`/chapters/optimizers`.
     """
-    t, peak, total, warm, low, warmup_lr = _schedule(step, peak_lr, total_steps, warmup_steps, min_lr)
-    if warmup_lr is not None:
-        return warmup_lr
-    p = min(1.0, (t - warm) / (total - warm))
-    return low + (peak - low) * (1.0 + math.cos(math.pi * p)) / 2.0
+    t, peak, total, warm, low, warmup = _schedule(step, peak_lr, total_steps, warmup_steps, min_lr)
+    p = np.clip((t - warm) / (total - warm), 0.0, 1.0)
+    decay = low + (peak - low) * (1.0 + np.cos(np.pi * p)) / 2.0
+    return _scalar_or_array(t, np.where(t < warm, warmup, decay))
 
 
-def linear_schedule(step: int, peak_lr: float, total_steps: int, warmup_steps: int = 0,
-                    min_lr: float = 0.0) -> float:
+def linear_schedule(step: int | ArrayLike, peak_lr: float, total_steps: int, warmup_steps: int = 0,
+                    min_lr: float = 0.0) -> float | np.ndarray:
     """Learning rate of step ``t`` of linear warmup then linear decay to ``min_lr``.
 
     Warmup as in :func:`cosine_schedule`; then ``eta_t = peak + (min_lr - peak) p`` with
     ``p = min(1, (t - W) / (T - W))``. PyTorch: ``SequentialLR([LinearLR(1/W, 1, W-1),
     LinearLR(1, min_lr/peak, T-W)], milestones=[W])``. Derived in chapter :doc:`/chapters/optimizers`.
     """
-    t, peak, total, warm, low, warmup_lr = _schedule(step, peak_lr, total_steps, warmup_steps, min_lr)
-    if warmup_lr is not None:
-        return warmup_lr
-    p = min(1.0, (t - warm) / (total - warm))
-    return peak + (low - peak) * p
+    t, peak, total, warm, low, warmup = _schedule(step, peak_lr, total_steps, warmup_steps, min_lr)
+    p = np.clip((t - warm) / (total - warm), 0.0, 1.0)
+    return _scalar_or_array(t, np.where(t < warm, warmup, peak + (low - peak) * p))
 
 
-def wsd_schedule(step: int, peak_lr: float, total_steps: int, decay_steps: int, warmup_steps: int = 0,
-                 min_lr: float = 0.0) -> float:
+def wsd_schedule(step: int | ArrayLike, peak_lr: float, total_steps: int, decay_steps: int,
+                 warmup_steps: int = 0, min_lr: float = 0.0) -> float | np.ndarray:
     """Learning rate of step ``t`` of a warmup-stable-decay (WSD) schedule.
 
     Warmup as in :func:`cosine_schedule`, the peak held until step ``T - S`` (``S = decay_steps``),
@@ -563,14 +577,10 @@ def wsd_schedule(step: int, peak_lr: float, total_steps: int, decay_steps: int, 
     W-1), ConstantLR(1, T), LinearLR(1, min_lr/peak, S)], milestones=[W, T-S])``. Derived in chapter
     :doc:`/chapters/optimizers`.
     """
-    t, peak, total, warm, low, warmup_lr = _schedule(step, peak_lr, total_steps, warmup_steps, min_lr)
+    t, peak, total, warm, low, warmup = _schedule(step, peak_lr, total_steps, warmup_steps, min_lr)
     decay = check_int("decay_steps", decay_steps, minimum=1, maximum=total - warm)
-    if warmup_lr is not None:
-        return warmup_lr
-    start = total - decay
-    if t < start:
-        return peak
-    return peak + (low - peak) * min(1.0, (t - start) / decay)
+    p = np.clip((t - (total - decay)) / decay, 0.0, 1.0)
+    return _scalar_or_array(t, np.where(t < warm, warmup, peak + (low - peak) * p))
 
 
 # --------------------------------------------------------------------------- gradient clipping

@@ -370,7 +370,7 @@ def test_cosine_and_linear_schedules_match_torch_sequential_lr(peak, w, total, l
         cos = _torch_lrs(lambda o: CosineAnnealingLR(o, total, low), peak, total)
         lin = _torch_lrs(lambda o: LinearLR(o, 1.0, low / peak, total), peak, total)
     ours_cos = [cosine_schedule(t, peak, total, w, low) for t in range(total)]
-    ours_lin = [linear_schedule(t, peak, total, w, low) for t in range(total)]
+    ours_lin = linear_schedule(np.arange(total), peak, total, w, low)  # arrays of steps too
     np.testing.assert_allclose(ours_cos, cos, rtol=1e-12, atol=1e-15 * peak)
     np.testing.assert_allclose(ours_lin, lin, rtol=1e-12, atol=1e-15 * peak)
 
@@ -589,6 +589,12 @@ def test_new_functions_reject_bad_values(make, name):
 def test_new_functions_reject_bad_types():
     with pytest.raises(TypeError, match="step"):
         cosine_schedule(1.0, 1.0, 10)
+    with pytest.raises(TypeError, match="step"):
+        cosine_schedule(True, 1.0, 10)
+    with pytest.raises(ValueError, match="step"):
+        linear_schedule(np.array([3, -1]), 1.0, 10)
+    assert isinstance(cosine_schedule(np.int64(3), 1.0, 10), float)
+    assert cosine_schedule(np.arange(4), 1.0, 10).shape == (4,)
     with pytest.raises(TypeError, match="total_steps"):
         wsd_schedule(0, 1.0, 10.0, 2)
     with pytest.raises(TypeError, match="grads"):
@@ -597,3 +603,21 @@ def test_new_functions_reject_bad_types():
         global_grad_norm([np.array(["a"])])
     with pytest.raises(TypeError, match="eigenvalues"):
         gd_rate(0.1, "big")
+
+
+def test_adam_step_ratio_under_growth_increases_to_the_bound():
+    # At step t the Cauchy-Schwarz maximum of |m_hat / sqrt(v_hat)| over all histories is
+    # (1-b1)/(1-b1^t) * sqrt(1-b2^t)/sqrt(1-b2) * sqrt((1 - q^t)/(1 - q)), q = b1^2/b2, reached by
+    # g_k proportional to (b2/b1)^k; it increases with t towards adam_update_bound.
+    b1, b2, steps = 0.9, 0.95, 400
+    q, t = b1 * b1 / b2, np.arange(1, steps + 1)
+    sup_t = (1 - b1) / (1 - b1**t) * np.sqrt((1 - b2**t) / (1 - b2)) * np.sqrt((1 - q**t) / (1 - q))
+    assert np.all(np.diff(sup_t) > 0) and sup_t[-1] == pytest.approx(adam_update_bound(b1, b2), rel=1e-9)
+    hp = AdamConfig(lr=1.0, beta1=b1, beta2=b2, eps=0.0)
+    p, st = np.zeros(1), init_state(hp, np.zeros(1))
+    measured = []
+    for k in range(steps):
+        q_, st = adam_step(p, np.array([(b2 / b1) ** k]), st, hp)
+        measured.append(float(p[0] - q_[0]))
+        p = q_
+    np.testing.assert_allclose(measured, sup_t, rtol=1e-10)
