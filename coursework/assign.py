@@ -108,9 +108,10 @@ def master_notebook(chapter: Path) -> nbformat.NotebookNode:
         if solution is not None:
             cells.append(nbformat.v4.new_markdown_cell(
                 "**Worked solution (from the chapter).**\n\n" + solution.text.strip()))
-            if solution.gated:  # its code cells, stripped whole from the student version
-                cells += [nbformat.v4.new_code_cell(f"# BEGIN SOLUTION\n{c.strip()}\n# END SOLUTION")
-                          for c in solution.code]
+            if solution.gated:  # its code cells, as text: a code cell here would become an answer cell
+                cells.append(nbformat.v4.new_markdown_cell(
+                    "**Code of the worked solution.**\n\n"
+                    + "\n\n".join(f"```python\n{c.strip()}\n```" for c in solution.code)))
         elif not parts:
             cells.append(nbformat.v4.new_markdown_cell("(No worked solution in the chapter.)"))
         cells.append(_raw("# END SOLUTION"))

@@ -1,9 +1,12 @@
-"""The matrix chain rule for a linear layer ``Y = A X + B``.
+"""The matrix chain rule for a linear layer ``Y = A X + B``, and the vector-Jacobian products
+(VJPs) of softmax and LayerNorm.
 
 Derived in chapter :doc:`/chapters/matrix-chain-rule`. Conventions: ``A`` is ``m x n``, ``X`` is
 ``n x p``, ``B`` and ``Y`` are ``m x p``. A gradient of the scalar loss ``L`` has the shape of the
 variable it is taken with respect to: ``(dL/dX)[k, q] = dL / dX[k, q]``. The Jacobian of ``Y``
-with respect to ``X`` is the 4-index tensor ``J[i, j, k, q] = dY[i, j] / dX[k, q]``.
+with respect to ``X`` is the 4-index tensor ``J[i, j, k, q] = dY[i, j] / dX[k, q]``. Softmax and
+LayerNorm act on the last axis (rows); each VJP takes exactly the tensors that the backward pass
+must have kept from the forward pass.
 """
 
 from __future__ import annotations
@@ -24,6 +27,15 @@ __all__ = [
     "jacobian_vjp",
     "jacobian_entries",
     "matmul_backward_flops",
+    "LinearJVP",
+    "linear_jvp",
+    "softmax",
+    "softmax_jacobian",
+    "softmax_vjp",
+    "LayerNormForward",
+    "LayerNormGrads",
+    "layer_norm",
+    "layer_norm_vjp",
 ]
 
 
@@ -155,3 +167,164 @@ def matmul_backward_flops(m: int, n: int, p: int, grad_a: bool = True, grad_b: b
     grad_a = check_bool("grad_a", grad_a)
     grad_b = check_bool("grad_b", grad_b)
     return (int(grad_a) + int(grad_b)) * 2 * m * n * p
+
+
+def _check_array(name: str, value: object, *, min_ndim: int = 1) -> np.ndarray:
+    """``value`` as a non-empty float ndarray of finite numbers with at least ``min_ndim`` axes."""
+    if not isinstance(value, (np.ndarray, list, tuple)):
+        raise TypeError(f"{name} must be an array (numpy array or nested list), got {type(value).__name__}")
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be an array of real numbers, got {value!r}") from exc
+    if arr.ndim < min_ndim:
+        raise ValueError(f"{name} must have at least {min_ndim} dimension(s), got shape {arr.shape}")
+    if arr.size == 0:
+        raise ValueError(f"{name} must be non-empty, got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must be finite everywhere")
+    return arr
+
+
+def _same_shape(name: str, arr: np.ndarray, shape: tuple[int, ...], of: str) -> None:
+    if arr.shape != shape:
+        raise ValueError(f"{name} must have the shape {shape} of {of}, got {arr.shape}")
+
+
+class LinearJVP(NamedTuple):
+    """Tangent ``dY`` of ``Y = A X + B`` along a direction ``(dA, dX, dB)``, and its matmul FLOPs."""
+
+    dy: np.ndarray
+    flops: int
+
+
+def linear_jvp(
+    a: np.ndarray, x: np.ndarray, da: np.ndarray, dx: np.ndarray, db: np.ndarray | None = None
+) -> LinearJVP:
+    """Jacobian-vector product (forward mode) of ``Y = A X + B``: ``dY = dA X + A dX + dB``.
+
+    ``da`` has the shape of ``a`` (``m x n``), ``dx`` that of ``x`` (``n x p``), ``db`` (optional)
+    that of ``Y``. Both products go through :func:`llmmath.matmul.counted_matmul`: ``flops = 4 m n
+    p``, the same as the vector-Jacobian product :func:`linear_grads`. Derived in chapter
+    :doc:`/chapters/matrix-chain-rule`.
+    """
+    a = check_matrix("a", a)
+    x = check_matrix("x", x)
+    if a.shape[1] != x.shape[0]:
+        raise ValueError(f"x must have {a.shape[1]} rows to match a of shape {a.shape}, got shape {x.shape}")
+    da = check_matrix("da", da)
+    dx = check_matrix("dx", dx)
+    _same_shape("da", da, a.shape, "a")
+    _same_shape("dx", dx, x.shape, "x")
+    y1, f1 = counted_matmul(da, x)
+    y2, f2 = counted_matmul(a, dx)
+    dy = y1 + y2
+    if db is not None:
+        db = check_matrix("db", db)
+        _same_shape("db", db, dy.shape, "Y = A X")
+        dy = dy + db
+    return LinearJVP(dy, f1 + f2)
+
+
+def softmax(s: np.ndarray) -> np.ndarray:
+    """Softmax over the last axis, ``y_i = exp(s_i) / sum_j exp(s_j)``.
+
+    Computed as ``exp(s_i - max_j s_j) / sum_j exp(s_j - max_j s_j)``, which is the same number
+    and never overflows. Derived in chapter :doc:`/chapters/matrix-chain-rule`.
+    """
+    s = _check_array("s", s)
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def softmax_jacobian(y: np.ndarray) -> np.ndarray:
+    """Jacobian of softmax at output ``y`` (a 1-D probability vector): ``J = diag(y) - y y^T``.
+
+    ``J[i, j] = dy_i / ds_j = y_i (delta_ij - y_j)``; symmetric, and ``J 1 = 0`` (adding a constant
+    to every score changes nothing). Derived in chapter :doc:`/chapters/matrix-chain-rule`.
+    """
+    y = _check_array("y", y)
+    if y.ndim != 1:
+        raise ValueError(f"y must be a 1-D vector, got shape {y.shape}")
+    return np.diag(y) - np.outer(y, y)
+
+
+def softmax_vjp(y: np.ndarray, dy: np.ndarray) -> np.ndarray:
+    """Vector-Jacobian product of softmax over the last axis: ``ds = y * (dy - sum(dy * y))``.
+
+    The row sum runs over the last axis. This is ``J^T dy`` with ``J = diag(y) - y y^T``, in
+    ``4 n`` FLOPs per row of length ``n`` (a dot product, a subtraction, a product) instead of
+    the ``2 n^2`` of a dense ``J^T dy``. It needs only the softmax *output* ``y``: that is what the
+    backward pass must keep. Derived in chapter :doc:`/chapters/matrix-chain-rule`.
+    """
+    y = _check_array("y", y)
+    dy = _check_array("dy", dy)
+    _same_shape("dy", dy, y.shape, "y")
+    return y * (dy - np.sum(dy * y, axis=-1, keepdims=True))
+
+
+class LayerNormForward(NamedTuple):
+    """Output of :func:`layer_norm` and the per-row statistics its backward pass needs."""
+
+    y: np.ndarray
+    mean: np.ndarray  # mu, shape x.shape[:-1] + (1,)
+    inv_std: np.ndarray  # 1 / sqrt(var + eps), same shape
+
+
+class LayerNormGrads(NamedTuple):
+    """Gradients of a scalar loss through LayerNorm: input, scale ``gamma`` and shift ``beta``."""
+
+    dx: np.ndarray
+    dgamma: np.ndarray
+    dbeta: np.ndarray
+
+
+def layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float = 1e-5) -> LayerNormForward:
+    """LayerNorm over the last axis (length ``n``): ``y = gamma * (x - mu) / sigma + beta``.
+
+    ``mu = mean(x)``, ``sigma = sqrt(mean((x - mu)^2) + eps)`` (the biased variance, as PyTorch's
+    ``layer_norm``) per row; ``gamma`` and ``beta`` have shape ``(n,)``. Returns ``y`` and the
+    statistics ``mu`` and ``1 / sigma`` that :func:`layer_norm_vjp` needs. Derived in chapter
+    :doc:`/chapters/matrix-chain-rule`.
+    """
+    x = _check_array("x", x)
+    n = x.shape[-1]
+    gamma = _check_array("gamma", gamma)
+    beta = _check_array("beta", beta)
+    _same_shape("gamma", gamma, (n,), "the last axis of x")
+    _same_shape("beta", beta, (n,), "the last axis of x")
+    eps = check_positive("eps", eps)
+    mean = x.mean(axis=-1, keepdims=True)
+    inv_std = 1.0 / np.sqrt(((x - mean) ** 2).mean(axis=-1, keepdims=True) + eps)
+    return LayerNormForward(gamma * (x - mean) * inv_std + beta, mean, inv_std)
+
+
+def layer_norm_vjp(
+    x: np.ndarray, mean: np.ndarray, inv_std: np.ndarray, gamma: np.ndarray, dy: np.ndarray
+) -> LayerNormGrads:
+    """Vector-Jacobian product of :func:`layer_norm` (last axis of length ``n``).
+
+    With ``x_hat = (x - mu) / sigma`` and ``g = gamma * dy``:
+    ``dx = (1 / sigma) * (g - mean(g) - x_hat * mean(g * x_hat))`` (means over the last axis),
+    ``dgamma = sum(dy * x_hat)`` and ``dbeta = sum(dy)`` (sums over every other axis). It needs
+    the input ``x``, the row statistics ``mu`` and ``1 / sigma``, and ``gamma``: exactly what
+    PyTorch's ``layer_norm`` saves for its backward pass. Derived in chapter
+    :doc:`/chapters/matrix-chain-rule`.
+    """
+    x = _check_array("x", x)
+    stats_shape = x.shape[:-1] + (1,)
+    mean = _check_array("mean", mean)
+    inv_std = _check_array("inv_std", inv_std)
+    _same_shape("mean", mean, stats_shape, "x with its last axis reduced to 1")
+    _same_shape("inv_std", inv_std, stats_shape, "x with its last axis reduced to 1")
+    if np.any(inv_std <= 0):
+        raise ValueError("inv_std must be > 0 everywhere (it is 1 / sigma)")
+    gamma = _check_array("gamma", gamma)
+    _same_shape("gamma", gamma, (x.shape[-1],), "the last axis of x")
+    dy = _check_array("dy", dy)
+    _same_shape("dy", dy, x.shape, "x")
+    x_hat = (x - mean) * inv_std
+    g = gamma * dy
+    dx = inv_std * (g - g.mean(axis=-1, keepdims=True) - x_hat * (g * x_hat).mean(axis=-1, keepdims=True))
+    other = tuple(range(x.ndim - 1))
+    return LayerNormGrads(dx, (dy * x_hat).sum(axis=other), dy.sum(axis=other))

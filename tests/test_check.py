@@ -179,6 +179,11 @@ GLUED = {
     ("chain-ex-two-layers", "bp_flops"): "chain-ex2-left",
     ("chain-ex-two-layers", "other_flops"): "chain-ex2-right",
     ("chain-ex-eps", "eps_opt"): "chain-eps-opt",
+    ("chain-ex-forward-mode", "n_jvps"): "chain-ex-fwd-n",
+    ("chain-ex-forward-mode", "jvp_flops"): "chain-ex-fwd-jvp",
+    ("chain-ex-forward-mode", "forward_mode_flops"): "chain-ex-fwd-total",
+    ("chain-ex-softmax", "dense_ratio"): "chain-ex-softmax-ratio",
+    ("chain-ex-layernorm", "saved_bytes"): "chain-ex-ln-bytes",
     ("fb-ex-bottleneck", "ratio"): "fb-bottleneck-ratio",
     ("fb-ex-depth", "n_hidden"): "fb-depth-n",
     ("flops-ex-llama", "forward_flops"): "flops-ex-l7-fwd",
@@ -244,3 +249,32 @@ def test_every_exercise_can_be_checked(label):
         if part.kind == "number":
             value = part.expected()  # runs llmmath: it must still compute
             assert isinstance(value, (int, float)) and math.isfinite(value)
+
+
+def test_chain_rule_function_parts():
+    """The VJP exercises: an independent correct answer passes, a wrong one fails."""
+    import numpy as np
+
+    def dense_softmax_vjp(y, dy):  # J^T dy with the full Jacobian diag(y) - y y^T, row by row
+        rows = [(np.diag(r) - np.outer(r, r)).T @ d for r, d in zip(y.reshape(-1, y.shape[-1]),
+                                                                    dy.reshape(-1, y.shape[-1]), strict=True)]
+        return np.array(rows).reshape(y.shape)
+
+    assert check("chain-ex-softmax", dense_softmax_vjp, part="softmax_vjp").correct
+    assert not check("chain-ex-softmax", lambda y, dy: y * dy, part="softmax_vjp").correct
+    assert not check("chain-ex-softmax", lambda y, dy: dy[..., :1], part="softmax_vjp").correct
+    assert check("chain-ex-softmax", 4096 / 2, part="dense_ratio").correct
+
+    torch = pytest.importorskip("torch")
+
+    def torch_layer_norm_dx(x, mean, inv_std, gamma, dy):  # autograd; mean and inv_std unused
+        tx = torch.tensor(x, requires_grad=True)
+        out = torch.nn.functional.layer_norm(tx, (x.shape[-1],), torch.tensor(gamma), None, 1e-5)
+        out.backward(torch.tensor(dy))
+        return tx.grad.numpy()
+
+    assert check("chain-ex-layernorm", torch_layer_norm_dx, part="layer_norm_dx").correct
+    no_projection = lambda x, mean, inv_std, gamma, dy: inv_std * gamma * dy  # noqa: E731
+    assert not check("chain-ex-layernorm", no_projection, part="layer_norm_dx").correct
+    h_gpt2, s = 768, 1024  # GPT-2 small (Radford et al. 2019): d_model 768, context 1024
+    assert check("chain-ex-layernorm", 4 * (s * h_gpt2 + 2 * s), part="saved_bytes").correct
