@@ -4,13 +4,17 @@ Models with a Hugging Face implementation are stored as the relevant fields of t
 ``config.json`` and read with :func:`llmmath.from_hf_config`, so a preset is exactly what the
 reference implementation builds. The others (GPT-3, Qwen-1.8B) are written as
 :class:`~llmmath.TransformerConfig` with the shapes their papers publish.
-Each preset's ``source`` field names where the numbers come from.
+Each preset's ``source`` field names where the numbers come from. The 2023-2026 models (Llama 3,
+Qwen2.5/3 and their MoE, Gemma 2/3, Phi-3/4, DeepSeek-V2/V3, OLMo 2, StarCoder 2, Command-R, T5,
+RoBERTa, ...) include four whole published ``config.json`` files (``llmmath/hf_configs``).
 """
 
 from __future__ import annotations
 
 import difflib
+import json
 from collections.abc import Mapping
+from importlib import resources
 from types import MappingProxyType
 from typing import Any
 
@@ -34,6 +38,12 @@ def _gpt3(name: str, n_layers: int, d_model: int, n_heads: int, d_head: int) -> 
         head_dim=d_head, vocab_size=50257, ffn_size=4 * d_model, activation="gelu",
         max_position=2048, source="Brown et al. (2020), Table 2.1",
     )
+
+
+def _bert(layers: int, h: int, heads: int, vocab: int = 30522) -> dict[str, Any]:
+    return {"model_type": "bert", "num_hidden_layers": layers, "hidden_size": h, "num_attention_heads": heads,
+            "intermediate_size": 4 * h, "vocab_size": vocab, "max_position_embeddings": 512,
+            "type_vocab_size": 2}
 
 
 def _neox(layers: int, h: int, heads: int, vocab: int = 50304) -> dict[str, Any]:
@@ -81,12 +91,9 @@ _RAW: dict[str, tuple[Any, str]] = {
     "gpt3-13b": (_gpt3("gpt3-13b", 40, 5120, 40, 128), ""),
     "gpt3-175b": (_gpt3("gpt3-175b", 96, 12288, 96, 128), ""),
     # BERT (Devlin et al. 2019; config.json of google-bert/bert-base-uncased, bert-base-chinese)
-    "bert-base": ({"model_type": "bert"}, f"Devlin et al. (2019); {_HUB} bert-base-uncased"),
-    "bert-base-chinese": ({"model_type": "bert", "vocab_size": 21128},
-                          f"{_HUB} bert-base-chinese (vocabulary 21128)"),
-    "bert-large": ({"model_type": "bert", "num_hidden_layers": 24, "hidden_size": 1024,
-                    "num_attention_heads": 16, "intermediate_size": 4096},
-                   f"Devlin et al. (2019); {_HUB} bert-large-uncased"),
+    "bert-base": (_bert(12, 768, 12), f"Devlin et al. (2019); {_HUB} bert-base-uncased"),
+    "bert-base-chinese": (_bert(12, 768, 12, vocab=21128), f"{_HUB} bert-base-chinese (vocabulary 21128)"),
+    "bert-large": (_bert(24, 1024, 16), f"Devlin et al. (2019); {_HUB} bert-large-uncased"),
     # Pythia (Biderman et al. 2023, Table 1; config.json of EleutherAI/pythia-*)
     "pythia-160m": (_neox(12, 768, 12), f"Biderman et al. (2023), Table 1; {_HUB} pythia-160m"),
     "pythia-1.4b": (_neox(24, 2048, 16), f"Biderman et al. (2023), Table 1; {_HUB} pythia-1.4b"),
@@ -144,6 +151,279 @@ _RAW: dict[str, tuple[Any, str]] = {
 }
 
 
+# ---- the 2023-2026 model zoo ------------------------------------------------------------------
+# Each entry is the relevant fields of the checkpoint's published config.json (key names as
+# published; read by from_hf_config exactly as a pasted config.json would be). Four presets are
+# the whole published file, shipped in llmmath/hf_configs/ (extra keys, nulls, a nested
+# text_config). The source string names where each config was read and the second source its
+# shapes were checked against. Kept apart from _RAW because tests/test_presets.py (not
+# tests/test_params.py) checks these families against transformers.
+
+_REPO_COPY = "(published config.json, copied verbatim in public repositories)"
+
+
+def _hf_json(name: str) -> dict[str, Any]:
+    """The whole published config.json of preset ``name`` from ``llmmath/hf_configs``."""
+    text = resources.files(__package__).joinpath("hf_configs", f"{name}.json").read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+def _llama3(layers: int, h: int, heads: int, ffn: int, ctx: int) -> dict[str, Any]:
+    return {"model_type": "llama", "num_hidden_layers": layers, "hidden_size": h, "num_attention_heads": heads,
+            "num_key_value_heads": 8, "intermediate_size": ffn, "vocab_size": 128256,
+            "max_position_embeddings": ctx, "attention_bias": False, "mlp_bias": False,
+            "hidden_act": "silu", "tie_word_embeddings": False}
+
+
+def _qwen3(layers: int, h: int, heads: int, ffn: int, tie: bool) -> dict[str, Any]:
+    return {"model_type": "qwen3", "num_hidden_layers": layers, "hidden_size": h, "num_attention_heads": heads,
+            "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": ffn, "vocab_size": 151936,
+            "max_position_embeddings": 40960, "max_window_layers": layers, "attention_bias": False,
+            "sliding_window": None, "use_sliding_window": False, "tie_word_embeddings": tie}
+
+
+def _gemma2(layers: int, h: int, heads: int, kv: int, head_dim: int, ffn: int) -> dict[str, Any]:
+    # Gemma 2's config.json has no tie_word_embeddings (Gemma2Config: True) and no layer_types
+    # (local sliding-window layers alternate with global ones, the first local).
+    return {"model_type": "gemma2", "num_hidden_layers": layers, "hidden_size": h, "num_attention_heads": heads,
+            "num_key_value_heads": kv, "head_dim": head_dim, "intermediate_size": ffn, "vocab_size": 256000,
+            "max_position_embeddings": 8192, "sliding_window": 4096, "attention_bias": False,
+            "hidden_act": "gelu_pytorch_tanh", "hidden_activation": "gelu_pytorch_tanh"}
+
+
+def _phi3(layers: int, h: int, heads: int, kv: int, ffn: int, vocab: int, ctx: int,
+          window: int | None) -> dict[str, Any]:
+    return {"model_type": "phi3", "num_hidden_layers": layers, "hidden_size": h, "num_attention_heads": heads,
+            "num_key_value_heads": kv, "intermediate_size": ffn, "vocab_size": vocab,
+            "max_position_embeddings": ctx, "sliding_window": window, "attention_bias": False,
+            "hidden_act": "silu", "tie_word_embeddings": False}
+
+
+def _starcoder2(layers: int, h: int, heads: int, kv: int, ffn: int, **extra: Any) -> dict[str, Any]:
+    # No tie_word_embeddings in the 3B/7B config.json (Starcoder2Config: True); the 15B's says false.
+    return {"model_type": "starcoder2", "num_hidden_layers": layers, "hidden_size": h,
+            "num_attention_heads": heads, "num_key_value_heads": kv, "intermediate_size": ffn,
+            "vocab_size": 49152, "max_position_embeddings": 16384, "sliding_window": 4096, "use_bias": True,
+            "hidden_act": "gelu_pytorch_tanh", "norm_type": "layer_norm", **extra}
+
+
+def _t5(d_model: int, d_ff: int, heads: int, layers: int, **extra: Any) -> dict[str, Any]:
+    return {"model_type": "t5", "d_model": d_model, "d_ff": d_ff, "d_kv": 64, "num_heads": heads,
+            "num_layers": layers, "vocab_size": 32128, "relative_attention_num_buckets": 32, **extra}
+
+
+def _roberta(layers: int, h: int, heads: int) -> dict[str, Any]:
+    return {"model_type": "roberta", "num_hidden_layers": layers, "hidden_size": h, "num_attention_heads": heads,
+            "intermediate_size": 4 * h, "vocab_size": 50265, "max_position_embeddings": 514,
+            "type_vocab_size": 1, "pad_token_id": 1, "hidden_act": "gelu"}
+
+
+_ZOO: dict[str, tuple[Any, str]] = {
+    # Llama 3 / 3.1 (Llama Team 2024, "The Llama 3 Herd of Models", Table 3: layers, model and FFN
+    # dimensions, 8 KV heads, RoPE theta 500,000)
+    "llama-3-8b": (_llama3(32, 4096, 32, 14336, 8192),
+                   f"{_HUB} meta-llama/Meta-Llama-3-8B {_REPO_COPY}; Llama Team (2024), Table 3"),
+    "llama-3-70b": (_llama3(80, 8192, 64, 28672, 8192),
+                    f"{_HUB} meta-llama/Meta-Llama-3-70B; Llama Team (2024), Table 3"),
+    "llama-3.1-405b": (_llama3(126, 16384, 128, 53248, 131072),
+                       f"{_HUB} meta-llama/Llama-3.1-405B; Llama Team (2024), Table 3"),
+    # Qwen2.5 (Qwen Team 2024, Qwen2.5 technical report, Table 1: layers, heads Q/KV, tying)
+    "qwen2.5-7b": ({"model_type": "qwen2", "num_hidden_layers": 28, "hidden_size": 3584, "num_attention_heads": 28,
+                    "num_key_value_heads": 4, "intermediate_size": 18944, "vocab_size": 152064,
+                    "max_position_embeddings": 131072, "max_window_layers": 28, "sliding_window": 131072,
+                    "use_sliding_window": False, "tie_word_embeddings": False},
+                   f"{_HUB} Qwen/Qwen2.5-7B {_REPO_COPY}; Qwen Team (2024), Table 1; model card (28 layers, "
+                   "28 Q / 4 KV heads)"),
+    "qwen2.5-72b": ({"model_type": "qwen2", "num_hidden_layers": 80, "hidden_size": 8192, "num_attention_heads": 64,
+                     "num_key_value_heads": 8, "intermediate_size": 29568, "vocab_size": 152064,
+                     "max_position_embeddings": 131072, "max_window_layers": 80, "sliding_window": 131072,
+                     "use_sliding_window": False, "tie_word_embeddings": False},
+                    f"{_HUB} Qwen/Qwen2.5-72B; Qwen Team (2024), Table 1 (80 layers, 64 Q / 8 KV heads)"),
+    # Qwen3 (Yang et al. 2025, Qwen3 technical report, Tables 1-2; model cards)
+    "qwen3-0.6b": (_qwen3(28, 1024, 16, 3072, True),
+                   f"{_HUB} Qwen/Qwen3-0.6B {_REPO_COPY}; Yang et al. (2025), Table 1"),
+    "qwen3-8b": (_qwen3(36, 4096, 32, 12288, False),
+                 f"{_HUB} Qwen/Qwen3-8B {_REPO_COPY}; Yang et al. (2025), Table 1"),
+    "qwen3-32b": (_qwen3(64, 5120, 64, 25600, False),
+                  f"{_HUB} Qwen/Qwen3-32B {_REPO_COPY}; Yang et al. (2025), Table 1; model card (64 layers, "
+                  "64 Q / 8 KV heads)"),
+    "qwen3-30b-a3b": (_hf_json("qwen3-30b-a3b"),
+                      f"{_HUB} Qwen/Qwen3-30B-A3B, whole file (llmmath/hf_configs) {_REPO_COPY}; Yang et al. "
+                      "(2025), Table 2; model card (48 layers, 32 Q / 4 KV heads, 128 experts, 8 active)"),
+    "qwen3-235b-a22b": ({"model_type": "qwen3_moe", "num_hidden_layers": 94, "hidden_size": 4096,
+                         "num_attention_heads": 64, "num_key_value_heads": 4, "head_dim": 128,
+                         "intermediate_size": 12288, "moe_intermediate_size": 1536, "num_experts": 128,
+                         "num_experts_per_tok": 8, "decoder_sparse_step": 1, "mlp_only_layers": [],
+                         "vocab_size": 151936, "max_position_embeddings": 40960, "attention_bias": False,
+                         "sliding_window": None, "use_sliding_window": False, "tie_word_embeddings": False},
+                        f"{_HUB} Qwen/Qwen3-235B-A22B {_REPO_COPY}; Yang et al. (2025), Table 2; model card "
+                        "(94 layers, 64 Q / 4 KV heads, 128 experts, 8 active)"),
+    # Qwen MoE with shared experts (a sigmoid-gated shared expert; every layer MoE)
+    "qwen1.5-moe-a2.7b": ({"model_type": "qwen2_moe", "num_hidden_layers": 24, "hidden_size": 2048,
+                           "num_attention_heads": 16, "num_key_value_heads": 16, "intermediate_size": 5632,
+                           "moe_intermediate_size": 1408, "shared_expert_intermediate_size": 5632,
+                           "num_experts": 60, "num_experts_per_tok": 4, "decoder_sparse_step": 1,
+                           "vocab_size": 151936, "max_position_embeddings": 8192, "max_window_layers": 21,
+                           "sliding_window": 32768, "use_sliding_window": False, "tie_word_embeddings": False},
+                          f"{_HUB} Qwen/Qwen1.5-MoE-A2.7B {_REPO_COPY}; transformers' Qwen2MoeConfig defaults "
+                          "(documented as this checkpoint)"),
+    "qwen2-57b-a14b": ({"model_type": "qwen2_moe", "num_hidden_layers": 28, "hidden_size": 3584,
+                        "num_attention_heads": 28, "num_key_value_heads": 4, "intermediate_size": 18944,
+                        "moe_intermediate_size": 2560, "shared_expert_intermediate_size": 20480,
+                        "num_experts": 64, "num_experts_per_tok": 8, "decoder_sparse_step": 1,
+                        "vocab_size": 151936, "max_position_embeddings": 131072, "max_window_layers": 28,
+                        "sliding_window": 131072, "use_sliding_window": False, "tie_word_embeddings": False},
+                       f"{_HUB} Qwen/Qwen2-57B-A14B {_REPO_COPY}; Yang et al. (2024), Table 1 (64 experts, 8 "
+                       "active, 8 shared of width 2560)"),
+    # Gemma 2 (Gemma Team 2024b, Table 1: d_model, layers, feedforward dim = 2 x intermediate_size,
+    # heads, KV heads, head size, sliding window 4096)
+    "gemma-2-2b": (_gemma2(26, 2304, 8, 4, 256, 9216),
+                   f"{_HUB} google/gemma-2-2b {_REPO_COPY}; Gemma Team (2024b), Table 1"),
+    "gemma-2-9b": (_gemma2(42, 3584, 16, 8, 256, 14336),
+                   f"{_HUB} google/gemma-2-9b {_REPO_COPY}; Gemma Team (2024b), Table 1"),
+    "gemma-2-27b": (_gemma2(46, 4608, 32, 16, 128, 36864),
+                    f"{_HUB} google/gemma-2-27b {_REPO_COPY}; Gemma Team (2024b), Table 1"),
+    # Gemma 3 (Gemma Team 2025; five local layers per global one, QK-norm). The 1B is text-only
+    # (model_type gemma3_text); the 4B and 27B are multimodal checkpoints whose text_config omits
+    # the heads, KV heads, head_dim and vocabulary that Gemma3TextConfig supplies.
+    "gemma-3-1b": ({"model_type": "gemma3_text", "num_hidden_layers": 26, "hidden_size": 1152,
+                    "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 256,
+                    "intermediate_size": 6912, "vocab_size": 262144, "max_position_embeddings": 32768,
+                    "sliding_window": 512, "sliding_window_pattern": 6, "query_pre_attn_scalar": 256,
+                    "hidden_activation": "gelu_pytorch_tanh", "attention_bias": False},
+                   f"{_HUB} google/gemma-3-1b-it {_REPO_COPY}; Gemma Team (2025), Table 1 (698M "
+                   "non-embedding parameters)"),
+    "gemma-3-4b": (_hf_json("gemma-3-4b"),
+                   f"{_HUB} google/gemma-3-4b-it, whole file (llmmath/hf_configs; assembled from two partial "
+                   "verbatim copies, every key agreeing); Gemma Team (2025), Table 1 (3,209M non-embedding); "
+                   "read as its language model (text_config), without the SigLIP vision tower"),
+    "gemma-3-27b": ({"model_type": "gemma3", "text_config": {
+                        "model_type": "gemma3_text", "head_dim": 128, "hidden_size": 5376,
+                        "intermediate_size": 21504, "num_attention_heads": 32, "num_hidden_layers": 62,
+                        "num_key_value_heads": 16, "query_pre_attn_scalar": 168, "sliding_window": 1024,
+                        "rope_scaling": {"factor": 8.0, "rope_type": "linear"}}},
+                    f"{_HUB} google/gemma-3-27b-it {_REPO_COPY}; 62 layers from Gemma Team (2025), Table 1 "
+                    "(25,600M non-embedding parameters, which 62 layers of this shape give)"),
+    # Phi-3 / Phi-3.5 / Phi-4 (Abdin et al. 2024a, 2024b): fused qkv_proj and gate_up_proj
+    "phi-3-mini": (_hf_json("phi-3-mini"),
+                   f"{_HUB} microsoft/Phi-3-mini-4k-instruct, whole file (llmmath/hf_configs) {_REPO_COPY}; "
+                   "Abdin et al. (2024a), section 2 (3072 hidden, 32 heads, 32 layers, vocabulary 32064)"),
+    "phi-3-medium": (_phi3(40, 5120, 40, 10, 17920, 32064, 4096, 2047),
+                     f"{_HUB} microsoft/Phi-3-medium-4k-instruct {_REPO_COPY}; Abdin et al. (2024a), "
+                     "section 2 (40 heads, 40 layers, embedding dimension 5120)"),
+    "phi-3.5-mini": (_phi3(32, 3072, 32, 32, 8192, 32064, 131072, 262144),
+                     f"{_HUB} microsoft/Phi-3.5-mini-instruct {_REPO_COPY}; Abdin et al. (2024a), section 2 "
+                     "(phi-3.5-mini: the phi-3-mini architecture)"),
+    "phi-4": (_phi3(40, 5120, 40, 10, 17920, 100352, 16384, None),
+              f"{_HUB} microsoft/phi-4 {_REPO_COPY}; Abdin et al. (2024b), section 3 (the phi-3-medium "
+              "architecture, full attention, padded vocabulary 100,352)"),
+    # DeepSeek-V2 / V3: multi-head latent attention, shared + routed experts, dense first layers
+    "deepseek-v2-lite": ({"model_type": "deepseek_v2", "num_hidden_layers": 27, "hidden_size": 2048,
+                          "num_attention_heads": 16, "num_key_value_heads": 16, "intermediate_size": 10944,
+                          "moe_intermediate_size": 1408, "n_routed_experts": 64, "n_shared_experts": 2,
+                          "num_experts_per_tok": 6, "first_k_dense_replace": 1, "moe_layer_freq": 1,
+                          "kv_lora_rank": 512, "q_lora_rank": None, "qk_nope_head_dim": 128,
+                          "qk_rope_head_dim": 64, "v_head_dim": 128, "vocab_size": 102400,
+                          "max_position_embeddings": 163840, "attention_bias": False,
+                          "tie_word_embeddings": False},
+                         f"{_HUB} deepseek-ai/DeepSeek-V2-Lite {_REPO_COPY}; DeepSeek-AI (2024a), Appendix B "
+                         "(27 layers, hidden 2048, 16 heads, KV latent 512, no query compression, 2 shared + 64 "
+                         "routed experts of width 1408, 6 active, first layer dense)"),
+    "deepseek-v2": ({"model_type": "deepseek_v2", "num_hidden_layers": 60, "hidden_size": 5120,
+                     "num_attention_heads": 128, "num_key_value_heads": 128, "intermediate_size": 12288,
+                     "moe_intermediate_size": 1536, "n_routed_experts": 160, "n_shared_experts": 2,
+                     "num_experts_per_tok": 6, "first_k_dense_replace": 1, "moe_layer_freq": 1,
+                     "kv_lora_rank": 512, "q_lora_rank": 1536, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
+                     "v_head_dim": 128, "vocab_size": 102400, "max_position_embeddings": 163840,
+                     "n_group": 8, "topk_group": 3, "attention_bias": False, "tie_word_embeddings": False},
+                    f"{_HUB} deepseek-ai/DeepSeek-V2 {_REPO_COPY}; DeepSeek-AI (2024a), section 3.1 (60 layers, "
+                    "hidden 5120, 128 heads, latents 512/1536, 2 shared + 160 routed experts of width 1536, "
+                    "6 active)"),
+    "deepseek-v3": (_hf_json("deepseek-v3"),
+                    f"{_HUB} deepseek-ai/DeepSeek-V3, whole file (llmmath/hf_configs; verbatim copy, its "
+                    "quantization_config block from a second copy); DeepSeek-AI (2024b), section 4.2 (61 layers, "
+                    "hidden 7168, 128 heads, 1 shared + 256 routed experts of width 2048, 8 active, first 3 "
+                    "layers dense). The file's MTP module (num_nextn_predict_layers) is not part of "
+                    "DeepseekV3ForCausalLM and is not counted"),
+    # OLMo 2 (OLMo et al. 2024): QK-norm over whole vectors, norms after attention and MLP
+    "olmo-2-7b": ({"model_type": "olmo2", "num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
+                   "num_key_value_heads": 32, "intermediate_size": 11008, "vocab_size": 100352,
+                   "max_position_embeddings": 4096, "attention_bias": False, "tie_word_embeddings": False},
+                  f"{_HUB} allenai/OLMo-2-1124-7B {_REPO_COPY}; Megatron-Bridge's OLMo 2 7B provider"),
+    "olmo-2-13b": ({"model_type": "olmo2", "num_hidden_layers": 40, "hidden_size": 5120, "num_attention_heads": 40,
+                    "num_key_value_heads": 40, "intermediate_size": 13824, "vocab_size": 100352,
+                    "max_position_embeddings": 4096, "attention_bias": False, "tie_word_embeddings": False},
+                   f"{_HUB} allenai/OLMo-2-1124-13B {_REPO_COPY}; Megatron-Bridge's OLMo 2 13B provider"),
+    # GPT-J (Wang and Komatsuzaki 2021): parallel attention/MLP, rotary on 64 dims, LM-head bias
+    "gpt-j-6b": ({"model_type": "gptj", "n_layer": 28, "n_embd": 4096, "n_head": 16, "n_inner": None,
+                  "rotary_dim": 64, "n_positions": 2048, "vocab_size": 50400, "activation_function": "gelu_new",
+                  "tie_word_embeddings": False},
+                 f"{_HUB} EleutherAI/gpt-j-6b {_REPO_COPY}; model card hyperparameter table (28 layers, "
+                 "d_model 4096, d_ff 16384, 16 heads, vocabulary 50400)"),
+    # StarCoder2 (Lozhkov et al. 2024): GQA, sliding window 4096, biases, LayerNorm
+    "starcoder2-3b": (_starcoder2(30, 3072, 24, 2, 12288),
+                      f"{_HUB} bigcode/starcoder2-3b {_REPO_COPY}; transformers' Starcoder2Config defaults "
+                      "(documented as this checkpoint)"),
+    "starcoder2-15b": (_starcoder2(40, 6144, 48, 4, 24576, tie_word_embeddings=False),
+                       f"{_HUB} bigcode/starcoder2-15b {_REPO_COPY}; untied head confirmed by the checkpoint's "
+                       "safetensors total, 15,957,889,024"),
+    # StableLM 2 (Bellagente et al. 2024): LayerNorm, partial rotary, QKV bias
+    "stablelm-2-1.6b": ({"model_type": "stablelm", "num_hidden_layers": 24, "hidden_size": 2048,
+                         "num_attention_heads": 32, "num_key_value_heads": 32, "intermediate_size": 5632,
+                         "vocab_size": 100352, "max_position_embeddings": 4096, "partial_rotary_factor": 0.25,
+                         "use_qkv_bias": True, "tie_word_embeddings": False, "hidden_act": "silu"},
+                        f"{_HUB} stabilityai/stablelm-2-zephyr-1_6b {_REPO_COPY} (the fine-tune of "
+                        "stablelm-2-1_6b, same shapes); model card of stabilityai/stablelm-2-1_6b (hidden 2048, "
+                        "24 layers, 32 heads)"),
+    # Cohere (Command-R, Aya 23): parallel block, one bias-free LayerNorm, tied embeddings
+    "command-r": ({"model_type": "cohere", "num_hidden_layers": 40, "hidden_size": 8192, "num_attention_heads": 64,
+                   "num_key_value_heads": 64, "intermediate_size": 22528, "vocab_size": 256000,
+                   "max_position_embeddings": 8192, "logit_scale": 0.0625, "use_qk_norm": False,
+                   "tie_word_embeddings": True},
+                  f"{_HUB} CohereForAI/c4ai-command-r-v01 {_REPO_COPY}; transformers' CohereConfig defaults "
+                  "(documented as this checkpoint)"),
+    "aya-23-8b": ({"model_type": "cohere", "num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
+                   "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 256000,
+                   "max_position_embeddings": 8192, "logit_scale": 0.0625, "use_qk_norm": False,
+                   "attention_bias": False},
+                  f"{_HUB} CohereForAI/aya-23-8B {_REPO_COPY}; Aryabumi et al. (2024), section 2"),
+    # GPT-BigCode (SantaCoder, StarCoder): multi-query attention, learned positions
+    "santacoder": ({"model_type": "gpt_bigcode", "n_layer": 24, "n_embd": 2048, "n_head": 16, "n_inner": 8192,
+                    "n_positions": 2048, "vocab_size": 49280, "multi_query": True,
+                    "activation_function": "gelu_pytorch_tanh"},
+                   f"{_HUB} bigcode/gpt_bigcode-santacoder, copied verbatim in two public repositories"),
+    "starcoder": ({"model_type": "gpt_bigcode", "n_layer": 40, "n_embd": 6144, "n_head": 48, "n_inner": 24576,
+                   "n_positions": 8192, "vocab_size": 49152, "multi_query": True,
+                   "activation_function": "gelu_pytorch_tanh"},
+                  f"{_HUB} bigcode/starcoder {_REPO_COPY}; Li et al. (2023), section 5 (40 layers, 48 heads, "
+                  "hidden 6144, context 8192, multi-query attention)"),
+    # Encoder-decoder and encoders
+    "t5-base": (_t5(768, 3072, 12, 12),
+                f"{_HUB} google-t5/t5-base; Raffel et al. (2020), section 3.1.1 (12 blocks per stack, "
+                "d_model 768, d_ff 3072, 12 heads of 64)"),
+    "flan-t5-xxl": (_t5(4096, 10240, 64, 24, num_decoder_layers=24, feed_forward_proj="gated-gelu",
+                        dense_act_fn="gelu_new", is_gated_act=True, tie_word_embeddings=False),
+                    f"{_HUB} google/flan-t5-xxl (the T5 v1.1 XXL architecture: gated GELU, untied output "
+                    f"layer) {_REPO_COPY}; Chung et al. (2022)"),
+    "distilbert-base": ({"model_type": "distilbert", "n_layers": 6, "dim": 768, "n_heads": 12, "hidden_dim": 3072,
+                         "vocab_size": 30522, "max_position_embeddings": 512, "activation": "gelu"},
+                        f"{_HUB} distilbert/distilbert-base-uncased; Sanh et al. (2019), section 3 (BERT-base "
+                        "with half the layers); transformers' DistilBertConfig defaults"),
+    "roberta-base": (_roberta(12, 768, 12),
+                     f"{_HUB} FacebookAI/roberta-base {_REPO_COPY}; Liu et al. (2019) (the BERT-base shape)"),
+    "roberta-large": (_roberta(24, 1024, 16),
+                      f"{_HUB} FacebookAI/roberta-large; Liu et al. (2019), section 5 (L = 24, H = 1024, A = 16)"),
+    # Mixtral 8x22B (Mistral AI 2024)
+    "mixtral-8x22b": ({"model_type": "mixtral", "num_hidden_layers": 56, "hidden_size": 6144,
+                       "num_attention_heads": 48, "num_key_value_heads": 8, "intermediate_size": 16384,
+                       "vocab_size": 32000, "max_position_embeddings": 65536, "num_local_experts": 8,
+                       "num_experts_per_tok": 2, "sliding_window": None, "tie_word_embeddings": False},
+                      f"{_HUB} mistralai/Mixtral-8x22B-v0.1 (shapes quoted in several public repositories: "
+                      "56 layers, hidden 6144, 48 Q / 8 KV heads, FFN 16384, vocabulary 32000); Mistral AI "
+                      "(2024), 64K context"),
+}
+
+
 def _qwen_1_8b() -> TransformerConfig:
     # Qwen-1.8B (Bai et al. 2023, Table 1; its config.json: hidden 2048, 24 layers, 16 heads,
     # intermediate_size 11008 of which each of w1, w2 uses half, vocabulary padded to 151936,
@@ -164,6 +444,8 @@ def _build() -> dict[str, TransformerConfig]:
         else:
             out[key] = from_hf_config(raw, name=key).replace(source=source)
     out["qwen-1.8b"] = _qwen_1_8b()
+    for key, (raw, source) in _ZOO.items():
+        out[key] = from_hf_config(raw, name=key).replace(source=source)
     return out
 
 
