@@ -699,3 +699,134 @@ _OTHERS = [
 ]
 
 EXERCISES.update({ex.label: ex for ex in _OTHERS})
+
+# --- optimizers and scaling laws: step sizes, schedules, clipping, data and inference ----------
+
+def _hb_steps(kappa: float, method: str) -> float:
+    from .optim import gd_optimal, heavy_ball_optimal
+
+    rate = gd_optimal(1.0, kappa)[1] if method == "gd" else heavy_ball_optimal(1.0, kappa)[2]
+    return math.log(1e6) / -math.log(rate)
+
+
+def _hb_max_lr() -> float:
+    from .optim import max_stable_lr
+
+    return max_stable_lr(50.0, 0.9)
+
+
+def _llama_schedule(kind: str, step: int) -> float:
+    from .optim import cosine_schedule, wsd_schedule
+
+    peak, total, warmup = 3e-4, 250_000, 2000
+    if kind == "wsd":
+        return wsd_schedule(step, peak, total, total // 10, warmup, 0.1 * peak)
+    return cosine_schedule(step, peak, total, warmup, 0.1 * peak)
+
+
+def _clip_example(what: str) -> float:
+    from .optim import clip_grad_norm
+
+    clipped, norm = clip_grad_norm([np.array([3.0, 4.0]), np.array([12.0])], 1.0)
+    return norm if what == "norm" else float(clipped[0][0])
+
+
+def _beta2(what: str) -> float:
+    from .optim import adam_update_bound, ema_horizon
+
+    return {"horizon_095": lambda: ema_horizon(0.95), "bound_095": lambda: adam_update_bound(0.9, 0.95),
+            "bound_0999": lambda: adam_update_bound(0.9, 0.999), "growth_0999": lambda: 0.999 / 0.9}[what]()
+
+
+def _epochs(what: str) -> float:
+    from .scaling import MUENNIGHOFF_2023, effective_data
+
+    if what == "effective":
+        return effective_data(4e11, 1e11)
+    return 1 + MUENNIGHOFF_2023.r_d_star * math.log(2)  # R_D with exp(-R_D / R_D*) = 1/2, plus 1
+
+
+def _data_optimum(what: str) -> float:
+    from .scaling import data_constrained_optimum
+
+    plan = data_constrained_optimum(1e22, 5e10)
+    return plan.n_params if what == "n" else plan.n_tokens / 5e10
+
+
+def _sardana_30b(what: str) -> float:
+    from .scaling import SARDANA_2024, chinchilla_loss, inference_optimal, optimal_tokens_for_params
+
+    n0, d_inf = 30e9, 1e13
+    d0 = optimal_tokens_for_params(n0, SARDANA_2024)
+    opt = inference_optimal(chinchilla_loss(n0, d0, SARDANA_2024), d_inf, SARDANA_2024)
+    baseline = 6 * n0 * d0 + 2 * n0 * d_inf
+    return opt.n_params if what == "n" else 1 - opt.total_flops / baseline
+
+
+def _frontier(what: str) -> float:
+    from .scaling import BESIROGLU_2024, compute_for_loss
+
+    law = BESIROGLU_2024
+    return law.alpha * law.beta / (law.alpha + law.beta) if what == "gamma" else compute_for_loss(2.0, law)
+
+
+def _llama2_breakeven() -> float:
+    from .params import param_count
+    from .presets import preset
+    from .scaling import BESIROGLU_2024, implied_inference_tokens
+
+    return implied_inference_tokens(param_count(preset("llama2-7b")), 2e12, BESIROGLU_2024)
+
+
+_OPTIM_SCALING = [
+    Exercise("optim-ex-hb-stability", "optim-quadratic", "How large a step, how much momentum",
+             "The quadratic (x1^2 + 50 x2^2) / 2, momentum mu = 0.9.",
+             (_p("max_lr", "the largest stable learning rate of the heavy ball", _hb_max_lr, 1e-9),)),
+    Exercise("optim-ex-hb-steps", "optim-quadratic", "How large a step, how much momentum",
+             "Best parameters for each method; steps = ln(1e6) / -ln(rate), not rounded.",
+             (_p("steps_gd_50", "gradient descent, kappa = 50", lambda: _hb_steps(50.0, "gd"), 1e-6),
+              _p("steps_hb_50", "heavy ball, kappa = 50", lambda: _hb_steps(50.0, "hb"), 1e-6),
+              _p("steps_gd_1e4", "gradient descent, kappa = 1e4", lambda: _hb_steps(1e4, "gd"), 1e-6),
+              _p("steps_hb_1e4", "heavy ball, kappa = 1e4", lambda: _hb_steps(1e4, "hb"), 1e-6))),
+    Exercise("optim-ex-schedule", "optim-schedules", "Learning-rate schedules and gradient clipping",
+             "Peak 3e-4, 2000 warmup steps, T = 250000, final rate 3e-5; WSD decays over the last 25000.",
+             (_p("lr_cosine_mid", "cosine schedule at step 125000", lambda: _llama_schedule("cosine", 125_000), 1e-6),
+              _p("lr_wsd_mid", "WSD at step 125000", lambda: _llama_schedule("wsd", 125_000), 1e-6),
+              _p("lr_cosine_last", "cosine schedule at step 249999",
+                 lambda: _llama_schedule("cosine", 249_999), 1e-6))),
+    Exercise("optim-ex-clip", "optim-schedules", "Learning-rate schedules and gradient clipping",
+             "Gradients (3, 4) and (12), max_norm = 1, PyTorch's eps = 1e-6.",
+             (_p("norm", "the global norm before clipping", lambda: _clip_example("norm"), 1e-9),
+              _p("first", "the first coordinate after clipping", lambda: _clip_example("first"), 1e-9))),
+    Exercise("optim-ex-beta2", "optim-beta2", "Why large models use beta2 = 0.95", "beta1 = 0.9.",
+             (_p("horizon_095", "averaging horizon for beta2 = 0.95", lambda: _beta2("horizon_095"), 1e-9),
+              _p("bound_095", "largest step / eta for beta2 = 0.95", lambda: _beta2("bound_095"), 1e-6),
+              _p("bound_0999", "largest step / eta for beta2 = 0.999", lambda: _beta2("bound_0999"), 1e-6),
+              _p("growth_0999", "growth factor per step of the extremal gradient for beta2 = 0.999",
+                 lambda: _beta2("growth_0999"), 1e-6))),
+    Exercise("scaling-laws-ex-epochs", "scaling-laws-data", "Running out of data: repeated epochs",
+             "Muennighoff et al.'s constants; 1e11 unique tokens.",
+             (_p("effective_tokens", "D' for 4e11 training tokens (four epochs)", lambda: _epochs("effective"), 1e-6),
+              _p("epochs_half", "epochs after which the next repetition is worth half a fresh token",
+                 lambda: _epochs("half"), 1e-6))),
+    Exercise("scaling-laws-ex-data-optimum", "scaling-laws-data", "Running out of data: repeated epochs",
+             "Muennighoff et al.'s law, C = 1e22 FLOPs, 5e10 unique tokens.",
+             (_p("n_params", "the loss-minimising model size", lambda: _data_optimum("n"), 1e-3),
+              _p("epochs", "its number of epochs D / U", lambda: _data_optimum("epochs"), 1e-3))),
+    Exercise("scaling-laws-ex-inference", "scaling-laws-inference", "Paying for inference",
+             "Sardana et al.'s constants; the loss of a Chinchilla-optimal 30e9-parameter model; 1e13 "
+             "inference tokens.",
+             (_p("n_params", "the parameters of the lifetime-optimal model", lambda: _sardana_30b("n"), 1e-4),
+              _p("saving", "its saving in total FLOPs, as a fraction of the 30B model's",
+                 lambda: _sardana_30b("saving"), 1e-4))),
+    Exercise("scaling-laws-ex-frontier", "scaling-laws-frontier", "The loss frontier",
+             "Besiroglu et al.'s constants.",
+             (_p("gamma", "the exponent gamma of L* - E = K (C/6)^-gamma", lambda: _frontier("gamma"), 1e-9),
+              _p("compute", "the FLOPs whose optimum reaches a loss of 2.0", lambda: _frontier("compute"), 1e-6))),
+    Exercise("scaling-laws-ex-breakeven", "scaling-laws-inference", "Paying for inference",
+             "Llama 2 7B (the preset's parameter count), 2e12 training tokens, Besiroglu et al.'s constants.",
+             (_p("inference_tokens", "the inference tokens for which its training is lifetime-optimal",
+                 _llama2_breakeven, 1e-6),)),
+]
+
+EXERCISES.update({ex.label: ex for ex in _OPTIM_SCALING})

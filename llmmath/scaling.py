@@ -520,10 +520,10 @@ def data_constrained_loss(n_params: ArrayLike, n_tokens: ArrayLike, unique_token
 
 
 def _argmin_log(f: Any, lo: float, hi: float, n_grid: int = 2001) -> float:
-    """Minimiser of ``f(x)`` for ``x`` in ``[lo, hi]`` (positive): a grid in ``log x``, then golden
-    sections between the neighbours of the best grid point."""
+    """Minimiser of ``f(x)`` for ``x`` in ``[lo, hi]`` (positive; ``f`` vectorised): a grid in
+    ``log x``, then golden sections between the neighbours of the best grid point."""
     grid = np.linspace(np.log(lo), np.log(hi), n_grid)
-    values = np.array([f(np.exp(v)) for v in grid])
+    values = np.asarray(f(np.exp(grid)))  # f takes arrays
     i = int(np.argmin(values))
     a, b = grid[max(i - 1, 0)], grid[min(i + 1, n_grid - 1)]
     inv_phi = (np.sqrt(5.0) - 1.0) / 2.0
@@ -554,13 +554,13 @@ def data_constrained_optimum(compute: float, unique_tokens: float, law: DataCons
     u = check_positive("unique_tokens", unique_tokens)
     k = _k(flops_per_param_token)
 
-    def loss_at(n: float) -> float:
-        return float(data_constrained_loss(n, c / (k * n), u, law))
+    def loss_at(n: Any) -> Any:
+        return data_constrained_loss(n, c / (k * n), u, law)
 
     lo, hi = np.sqrt(c / (k * 1e6)), np.sqrt(c / (k * 1e-3))
     n = _argmin_log(loss_at, lo, hi)
     d = c / (k * n)
-    return TrainingPlan(compute=c, n_params=n, n_tokens=d, tokens_per_param=d / n, loss=loss_at(n),
+    return TrainingPlan(compute=c, n_params=n, n_tokens=d, tokens_per_param=d / n, loss=float(loss_at(n)),
                         law=law.name)
 
 
