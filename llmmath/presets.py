@@ -263,7 +263,7 @@ _ZOO: dict[str, tuple[Any, str]] = {
                            "num_attention_heads": 16, "num_key_value_heads": 16, "intermediate_size": 5632,
                            "moe_intermediate_size": 1408, "shared_expert_intermediate_size": 5632,
                            "num_experts": 60, "num_experts_per_tok": 4, "decoder_sparse_step": 1,
-                           "vocab_size": 151936, "max_position_embeddings": 8192, "max_window_layers": 21,
+                           "vocab_size": 151936, "max_position_embeddings": 32768, "max_window_layers": 21,
                            "sliding_window": 32768, "use_sliding_window": False, "tie_word_embeddings": False},
                           f"{_HUB} Qwen/Qwen1.5-MoE-A2.7B {_REPO_COPY}; transformers' Qwen2MoeConfig defaults "
                           "(documented as this checkpoint)"),
