@@ -498,7 +498,7 @@ def _kv_cache_gb(kv_heads: int | None = None) -> float:
     from .memory import kv_cache_bytes
     from .presets import preset
 
-    cfg = preset("mistral-7b")
+    cfg = preset("mistral-7b").replace(sliding_window=None)  # v0.2 and later: no sliding window
     return kv_cache_bytes(cfg if kv_heads is None else cfg.replace(n_kv_heads=kv_heads), 4, 32768) / 1e9
 
 
@@ -669,7 +669,8 @@ _OTHERS = [
              (_p("bytes_per_param", "model-state bytes per parameter", lambda: _state_bytes("momentum")),
               _p("zero2_bytes", "bytes per parameter per GPU with ZeRO stage 2 over 16 GPUs",
                  lambda: _state_bytes("momentum", zero_stage=2, n_gpus=16), 1e-6))),
-    Exercise("mem-ex-mistral", "mem-exercises", "Exercises", "Mistral 7B, 16-bit cache, 4 sequences of 32768 tokens.",
+    Exercise("mem-ex-mistral", "mem-exercises", "Exercises",
+             "Mistral 7B v0.2 (no sliding window), 16-bit cache, 4 sequences of 32768 tokens.",
              (_p("kv_gb", "KV cache in GB (1e9 bytes)", _kv_cache_gb, 1e-3),
               _p("kv_mha_gb", "the same with 32 key/value heads, in GB", lambda: _kv_cache_gb(32), 1e-3))),
     Exercise("mem-ex-8bit", "mem-exercises", "Exercises", "Mixed precision, Adam with 8-bit moments.",

@@ -3,6 +3,7 @@
     python -m llmmath llama-65b              # a preset (see llmmath.PRESETS)
     python -m llmmath path/to/config.json    # any supported Hugging Face config.json
     python -m llmmath --list                 # the preset names
+    python -m llmmath --families             # the supported config.json model_types
 
 Bad input (unknown preset, missing file, bad JSON, unsupported model) prints one line on stderr
 and exits with status 2, without a traceback.
@@ -16,7 +17,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from .config import TransformerConfig, from_hf_config
+from .config import TransformerConfig, from_hf_config, supported_families_table
 from .presets import PRESETS, preset
 
 
@@ -49,8 +50,22 @@ def _rows(cfg: TransformerConfig) -> list[tuple[str, str]]:
         ("norm", f"{cfg.norm} x {cfg.norms_per_layer} per layer"),
         ("tied embeddings", "yes" if cfg.tie_embeddings else "no"),
     ]
+    if cfg.kv_lora_rank:
+        rows.append(("latent attention (MLA)", f"q rank {cfg.q_lora_rank or '-'}, kv rank {cfg.kv_lora_rank}, "
+                     f"rotary dims {cfg.rope_head_dim}, value dim {cfg.v_head_dim}"))
+    if cfg.qk_norm != "none":
+        rows.append(("QK-norm", cfg.qk_norm))
     if cfg.is_moe:
-        rows.append(("experts", f"{cfg.n_experts} (top-{cfg.experts_per_token})"))
+        shared = f", shared width {cfg.shared_ffn_size:,}" if cfg.shared_ffn_size else ""
+        rows.append(("experts", f"{cfg.n_experts} of width {cfg.expert_ffn_size:,} "
+                     f"(top-{cfg.experts_per_token}{shared})"))
+    if len(cfg.layer_counts) > 1 or cfg.sliding_window:
+        kinds = ", ".join(f"{n} x {spec.attention}"
+                          + (f" ({cfg.sliding_window:,})" if spec.attention == "sliding" else "")
+                          + f"/{spec.mlp}" for spec, n in cfg.layer_counts.items())
+        rows.append(("layer pattern", kinds))
+    if cfg.is_encoder_decoder:
+        rows.append(("encoder layers", f"{cfg.n_encoder_layers:,}"))
     rows.extend(_extra_rows(cfg))
     if cfg.source:
         rows.append(("source", cfg.source))
@@ -72,9 +87,12 @@ def _extra_rows(cfg: TransformerConfig) -> list[tuple[str, str]]:
             rows.append((label, fmt(cfg)))
     if hasattr(llmmath, "forward_flops"):
         seq = min(cfg.max_position or 2048, 2048)
-        rows.append((f"forward FLOPs / token (s={seq:,})", f"{llmmath.forward_flops(cfg, 1, seq) / seq:.4g}"))
-        rows.append((f"training FLOPs / token (s={seq:,})",
-                     f"{llmmath.training_flops(cfg, 1, seq) / seq:.4g}"))
+        dec = seq if cfg.is_encoder_decoder else None  # T5: as many decoder as encoder tokens
+        label = f"s={seq:,}" + (" in and out" if dec else "")
+        rows.append((f"forward FLOPs / token ({label})",
+                     f"{llmmath.forward_flops(cfg, 1, seq, decoder_seq=dec) / seq:.4g}"))
+        rows.append((f"training FLOPs / token ({label})",
+                     f"{llmmath.training_flops(cfg, 1, seq, decoder_seq=dec) / seq:.4g}"))
     if hasattr(llmmath, "weight_bytes"):
         rows.append(("weights in bf16", f"{llmmath.weight_bytes(cfg, 'bf16') / 1e9:,.2f} GB"))
     return rows
@@ -84,9 +102,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m llmmath", description=__doc__.split("\n")[0])
     parser.add_argument("model", nargs="?", help="a preset name or the path of a config.json")
     parser.add_argument("--list", action="store_true", help="list the preset names")
+    parser.add_argument("--families", action="store_true",
+                        help="list the supported config.json model_types (a Markdown table)")
     args = parser.parse_args(argv)
     if args.list:
         print("\n".join(PRESETS))
+        return 0
+    if args.families:
+        print(supported_families_table())
         return 0
     if not args.model:
         parser.print_usage(sys.stderr)

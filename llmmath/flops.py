@@ -25,6 +25,7 @@ from .params import non_embedding_param_count
 __all__ = [
     "FLOPS_KEYS",
     "ACTIVATION_OPS",
+    "attention_pairs",
     "LAYER_KEYS",
     "flops_breakdown",
     "forward_flops",
@@ -59,13 +60,14 @@ FLOPS_KEYS = (
     "mlp_gate",
     "mlp_up",
     "mlp_down",
+    "shared_experts",
     "pooler",
     "lm_head",
 )
 
 #: The keys of :data:`FLOPS_KEYS` computed inside the transformer layers (what activation
 #: recomputation re-runs).
-LAYER_KEYS = FLOPS_KEYS[FLOPS_KEYS.index("q_proj") : FLOPS_KEYS.index("mlp_down") + 1]
+LAYER_KEYS = FLOPS_KEYS[FLOPS_KEYS.index("q_proj") : FLOPS_KEYS.index("shared_experts") + 1]
 
 
 def _check_cfg(cfg: Any) -> TransformerConfig:
@@ -85,27 +87,98 @@ def _check_shape(cfg: TransformerConfig, batch: Any, seq: Any) -> tuple[int, int
     return batch, seq
 
 
+def _check_decoder_seq(cfg: TransformerConfig, decoder_seq: Any) -> int | None:
+    if cfg.is_encoder_decoder:
+        if decoder_seq is None:
+            raise ValueError(f"decoder_seq is required for the encoder-decoder {cfg.name!r}: seq is the "
+                             "encoder's input length, decoder_seq the decoder's")
+        return check_int("decoder_seq", decoder_seq)
+    if decoder_seq is not None:
+        raise ValueError(f"decoder_seq is only for encoder-decoders; {cfg.name!r} has no encoder stack")
+    return None
+
+
+def attention_pairs(seq: int, *, causal: bool = True, window: int | None = None, skip_masked: bool = False) -> int:
+    """Query-key pairs one head scores for one sequence of ``seq`` tokens.
+
+    Eager attention computes the full ``s x s`` matrix and masks it afterwards: ``s^2``, whatever
+    the mask. With ``skip_masked`` only the pairs the mask keeps: ``s (s + 1) / 2`` under a causal
+    mask; with a sliding window of ``w`` keys (query ``i`` sees keys ``i - w + 1 .. i``, as
+    ``transformers``' sliding-window mask) ``sum_i min(i + 1, w) = s (s + 1) / 2`` for ``s <= w``
+    and ``w (w + 1) / 2 + (s - w) w`` beyond. A bidirectional (encoder) layer masks nothing.
+    Derived in chapter :doc:`/chapters/transformer-flops`.
+    """
+    s = check_int("seq", seq)
+    check_bool("causal", causal)
+    check_bool("skip_masked", skip_masked)
+    if window is not None:
+        window = check_int("window", window)
+    if not skip_masked or not causal:
+        return s * s
+    if window is None or s <= window:
+        return s * (s + 1) // 2
+    return window * (window + 1) // 2 + (s - window) * window
+
+
+def _attention_flops(cfg: TransformerConfig, b: int, T_q: int, T_kv: int, pairs: int) -> dict[str, int]:
+    """The attention keys of one layer: ``T_q`` query tokens, ``T_kv`` key/value tokens (they
+    differ in cross-attention), ``pairs`` scored query-key pairs per head and sequence."""
+    h, a, d_qk, d_v = cfg.hidden_size, cfg.n_heads, cfg.head_dim, cfg.v_head_dim
+    if cfg.kv_lora_rank:  # MLA: down to the latents, up to the heads
+        r_q, r_kv, d_r = cfg.q_lora_rank, cfg.kv_lora_rank, cfg.rope_head_dim
+        q = 2 * T_q * (h * r_q + r_q * a * d_qk) if r_q else 2 * T_q * h * a * d_qk
+        k = 2 * T_kv * h * (r_kv + d_r) + 2 * T_kv * r_kv * a * (d_qk - d_r)
+        v = 2 * T_kv * r_kv * a * d_v
+    else:
+        q, k, v = 2 * T_q * h * cfg.q_dim, 2 * T_kv * h * cfg.kv_dim, 2 * T_kv * h * cfg.v_dim
+    return {"q_proj": q, "k_proj": k, "v_proj": v, "attn_scores": 2 * b * a * pairs * d_qk,
+            "attn_values": 2 * b * a * pairs * d_v, "o_proj": 2 * T_q * a * d_v * h}
+
+
+def _mlp_flops(cfg: TransformerConfig, mlp: str, T: int) -> dict[str, int]:
+    """The MLP keys of one layer of ``T`` tokens: a dense MLP, or router + ``k`` routed experts
+    per token + shared experts (+ their gate)."""
+    h = cfg.hidden_size
+    gated = cfg.ffn_kind == "gated"
+    if mlp == "dense":
+        f = cfg.ffn_size
+        return {"mlp_gate": 2 * T * h * f * gated, "mlp_up": 2 * T * h * f, "mlp_down": 2 * T * f * h}
+    f, k, n_in = cfg.expert_ffn_size, cfg.experts_per_token, 2 if gated else 1
+    return {"router": 2 * T * h * (cfg.n_experts + cfg.shared_expert_gate),
+            "mlp_gate": 2 * T * h * f * k * gated, "mlp_up": 2 * T * h * f * k, "mlp_down": 2 * T * f * h * k,
+            "shared_experts": 2 * T * h * cfg.shared_ffn_size * (n_in + 1)}
+
+
 def flops_breakdown(
-    cfg: TransformerConfig, batch: int, seq: int, *, skip_masked: bool = False
+    cfg: TransformerConfig, batch: int, seq: int, *, skip_masked: bool = False, decoder_seq: int | None = None
 ) -> dict[str, int]:
     """Exact matrix-multiply FLOPs of one forward pass, per component, summed over all layers.
 
-    With ``T = b s`` tokens (keys in the order of :data:`FLOPS_KEYS`):
+    With ``T = b s`` tokens (keys in the order of :data:`FLOPS_KEYS`), per layer:
 
-    - ``embedding``: 0 (a table lookup multiplies nothing).
-    - ``embedding_projection``: ``2 * 2 T e h`` when ``e != h`` (OPT-350m's project_in/out).
-    - ``q_proj`` ``2 T h d_q L``; ``k_proj`` = ``v_proj`` = ``2 T h d_kv L`` (GQA/MQA shrink ``d_kv``).
-    - ``attn_scores`` = ``attn_values`` = ``2 b a s^2 d L``: ``Q K^T`` and ``P V`` over the full
-      ``s x s`` matrix, as eager attention computes them; with ``skip_masked=True`` only the
-      ``s (s + 1) / 2`` entries a causal mask keeps: ``b a s (s + 1) d L``.
-    - ``o_proj``: ``2 T d_q h L``.
-    - ``router``: ``2 T h E L`` (mixture of experts only).
-    - ``mlp_up``, ``mlp_down`` (and ``mlp_gate`` for a gated MLP): ``2 T h f L`` each, times
-      ``k`` for a mixture of experts (a token passes through its ``k`` experts only).
-    - ``pooler``: ``2 b h^2`` (BERT's pooler, first token only).
-    - ``lm_head``: ``2 T e V`` (logits at every position); 0 for a BERT-style encoder, which,
-      like :func:`~llmmath.param_count`, is the base model (``BertModel``) with its pooler.
+    - ``q_proj`` ``2 T h d_q``; ``k_proj`` ``2 T h d_kv``; ``v_proj`` ``2 T h d_v`` (GQA/MQA
+      shrink ``d_kv`` and ``d_v``). MLA: ``q_proj`` ``2T (h r_q + r_q a d_head)``, ``k_proj`` the
+      latent and shared rotary key ``2T h (r_kv + d_r)`` plus the keys' decompression
+      ``2T r_kv a (d_head - d_r)``, ``v_proj`` ``2T r_kv a d_v``.
+    - ``attn_scores`` ``2 b a P d_head`` and ``attn_values`` ``2 b a P d_v`` with ``P`` the
+      query-key pairs of :func:`attention_pairs`: ``s^2`` as eager attention computes them (also in
+      sliding-window layers: the mask is applied after the product); with ``skip_masked=True`` only
+      the pairs the causal or sliding-window mask keeps.
+    - ``o_proj``: ``2 T a d_v h``.
+    - dense MLP: ``mlp_up``, ``mlp_down`` (and ``mlp_gate`` if gated) ``2 T h d_ff`` each.
+    - mixture of experts: ``router`` ``2 T h E`` (+ ``2 T h`` for a shared-expert gate); the routed
+      experts ``2 T h d_e k`` per matrix (a token passes through its ``k`` experts only);
+      ``shared_experts`` ``2 T h d_s m`` (every token).
 
+    and once: ``embedding`` 0 (a table lookup multiplies nothing); ``embedding_projection``
+    ``2 * 2 T e h`` when ``e != h`` (OPT-350m); ``pooler`` ``2 b h^2`` (BERT's pooler, first token
+    only); ``lm_head`` ``2 T e V`` (logits at every position), 0 for an encoder (``BertModel``).
+
+    An encoder-decoder (T5) takes ``seq`` tokens into the encoder and ``decoder_seq`` into the
+    decoder: the encoder layers see ``b seq`` tokens (bidirectional, ``seq^2`` pairs), the decoder
+    layers ``b decoder_seq`` (causal) plus a cross-attention whose queries are the decoder's tokens
+    and whose keys and values are projected from the encoder's output in every decoder layer
+    (``seq x decoder_seq`` pairs); the LM head runs on the decoder's tokens.
     Bias additions, norms, softmax and activations are not matrix multiplies (see
     :func:`nonmatmul_flops`). Derived in chapter :doc:`/chapters/transformer-flops`.
     """
@@ -114,49 +187,58 @@ def flops_breakdown(
     check_bool("skip_masked", skip_masked)
     if skip_masked and not cfg.causal:
         raise ValueError("skip_masked=True needs a causal model (cfg.causal is False)")
-    T = b * s
-    L, h, e, V, f = cfg.n_layers, cfg.hidden_size, cfg.embedding_dim, cfg.vocab_size, cfg.ffn_size
-    d_q, d_kv, a, d = cfg.q_dim, cfg.kv_dim, cfg.n_heads, cfg.head_dim
-    entries = s * (s + 1) // 2 if skip_masked else s * s
-    k = cfg.experts_per_token if cfg.is_moe else 1
+    s_dec = _check_decoder_seq(cfg, decoder_seq)
+    s_main = s if s_dec is None else s_dec  # the tokens of the n_layers (decoder) layers
+    T = b * s_main
+    h, e, V = cfg.hidden_size, cfg.embedding_dim, cfg.vocab_size
     out = dict.fromkeys(FLOPS_KEYS, 0)
     out["embedding_projection"] = 2 * (2 * T * e * h) if e != h else 0
-    out["q_proj"] = 2 * T * h * d_q * L
-    out["k_proj"] = 2 * T * h * d_kv * L
-    out["v_proj"] = 2 * T * h * d_kv * L
-    out["attn_scores"] = 2 * b * a * entries * d * L
-    out["attn_values"] = 2 * b * a * entries * d * L
-    out["o_proj"] = 2 * T * d_q * h * L
-    out["router"] = 2 * T * h * cfg.n_experts * L if cfg.is_moe else 0
-    out["mlp_gate"] = 2 * T * h * f * k * L if cfg.ffn_kind == "gated" else 0
-    out["mlp_up"] = 2 * T * h * f * k * L
-    out["mlp_down"] = 2 * T * f * h * k * L
+
+    def add(part: dict[str, int], count: int) -> None:
+        for key, value in part.items():
+            out[key] += count * value
+
+    for spec, count in cfg.layer_counts.items():
+        window = cfg.sliding_window if spec.attention == "sliding" else None
+        pairs = attention_pairs(s_main, causal=cfg.causal, window=window, skip_masked=skip_masked)
+        add(_attention_flops(cfg, b, T, T, pairs), count)
+        if s_dec is not None:  # cross-attention over the encoder's b * s outputs
+            add(_attention_flops(cfg, b, T, b * s, s_dec * s), count)
+        add(_mlp_flops(cfg, spec.mlp, T), count)
+    if s_dec is not None:  # the encoder stack: bidirectional, dense
+        add(_attention_flops(cfg, b, b * s, b * s, s * s), cfg.n_encoder_layers)
+        add(_mlp_flops(cfg, "dense", b * s), cfg.n_encoder_layers)
     out["pooler"] = 2 * b * h * h if cfg.pooler else 0
     out["lm_head"] = 2 * T * e * V if cfg.causal else 0  # an encoder (BertModel) has no LM head
     return out
 
 
-def forward_flops(cfg: TransformerConfig, batch: int, seq: int, *, skip_masked: bool = False) -> int:
+def forward_flops(
+    cfg: TransformerConfig, batch: int, seq: int, *, skip_masked: bool = False, decoder_seq: int | None = None
+) -> int:
     """Exact matrix-multiply FLOPs of one forward pass of ``batch`` sequences of ``seq`` tokens.
 
     The sum of :func:`flops_breakdown`. For a GPT-style model (``d_q = d_kv = h``, ``f = 4h``)
     this is ``L (24 b s h^2 + 4 b s^2 h) + 2 b s h V``. Derived in chapter
     :doc:`/chapters/transformer-flops`.
     """
-    return sum(flops_breakdown(cfg, batch, seq, skip_masked=skip_masked).values())
+    return sum(flops_breakdown(cfg, batch, seq, skip_masked=skip_masked, decoder_seq=decoder_seq).values())
 
 
-def layer_forward_flops(cfg: TransformerConfig, batch: int, seq: int, *, skip_masked: bool = False) -> int:
-    """Matrix-multiply FLOPs of the forward pass of the ``L`` transformer layers only (the part
+def layer_forward_flops(
+    cfg: TransformerConfig, batch: int, seq: int, *, skip_masked: bool = False, decoder_seq: int | None = None
+) -> int:
+    """Matrix-multiply FLOPs of the forward pass of the transformer layers only (the part
     activation recomputation runs again): the :data:`LAYER_KEYS` of :func:`flops_breakdown`.
     Derived in chapter :doc:`/chapters/transformer-flops`.
     """
-    bd = flops_breakdown(cfg, batch, seq, skip_masked=skip_masked)
+    bd = flops_breakdown(cfg, batch, seq, skip_masked=skip_masked, decoder_seq=decoder_seq)
     return sum(bd[key] for key in LAYER_KEYS)
 
 
 def training_flops(
-    cfg: TransformerConfig, batch: int, seq: int, recompute: bool = False, *, skip_masked: bool = False
+    cfg: TransformerConfig, batch: int, seq: int, recompute: bool = False, *, skip_masked: bool = False,
+    decoder_seq: int | None = None,
 ) -> int:
     """Matrix-multiply FLOPs of one training step: forward + backward (+ recomputation).
 
@@ -168,19 +250,23 @@ def training_flops(
     recomputed). Derived in chapter :doc:`/chapters/transformer-flops`.
     """
     check_bool("recompute", recompute)
-    fwd = forward_flops(cfg, batch, seq, skip_masked=skip_masked)
-    extra = layer_forward_flops(cfg, batch, seq, skip_masked=skip_masked) if recompute else 0
+    kw = dict(skip_masked=skip_masked, decoder_seq=decoder_seq)
+    fwd = forward_flops(cfg, batch, seq, **kw)
+    extra = layer_forward_flops(cfg, batch, seq, **kw) if recompute else 0
     return 3 * fwd + extra
 
 
 def training_flops_per_token(
-    model: TransformerConfig | int | float, *, recompute: bool = False, seq: int | None = None
+    model: TransformerConfig | int | float, *, recompute: bool = False, seq: int | None = None,
+    decoder_seq: int | None = None,
 ) -> float:
     """Training FLOPs per token.
 
     ``model`` a parameter count ``N``: ``6 N`` (``8 N`` with ``recompute``). ``model`` a
     :class:`TransformerConfig`: the exact ``training_flops(cfg, 1, seq, recompute) / seq``
-    (``seq`` is then required). Derived in chapter :doc:`/chapters/transformer-flops`.
+    (``seq`` is then required; an encoder-decoder also needs ``decoder_seq`` and counts per
+    decoder token, the tokens its loss is computed on). Derived in chapter
+    :doc:`/chapters/transformer-flops`.
     """
     check_bool("recompute", recompute)
     if isinstance(model, TransformerConfig):
@@ -189,7 +275,8 @@ def training_flops_per_token(
                 "seq is required when model is a TransformerConfig (FLOPs per token depend on seq)"
             )
         seq = check_int("seq", seq)
-        return training_flops(model, 1, seq, recompute=recompute) / seq
+        flops = training_flops(model, 1, seq, recompute=recompute, decoder_seq=decoder_seq)
+        return flops / (decoder_seq if model.is_encoder_decoder else seq)
     if isinstance(model, bool) or not isinstance(model, numbers.Real):
         raise TypeError(f"model must be a TransformerConfig or a parameter count, got {type(model).__name__}")
     n = check_positive("model", model)

@@ -31,6 +31,7 @@ __all__ = [
     "training_state_bytes",
     "activation_bytes",
     "kv_cache_bytes",
+    "MLA_CACHES",
     "largest_batch",
     "saved_tensors_by_node",
     "hf_gpt2_block_saved_bytes",
@@ -265,18 +266,57 @@ def activation_bytes(
     return {"terms": terms, "per_layer": per_layer, "total": cfg.n_layers * per_layer}
 
 
-def kv_cache_bytes(cfg: TransformerConfig, batch: int, context: int, bytes_per_value: int = 2) -> int:
-    """Bytes of the key/value cache: ``2 * L * b * context * a_kv * d_head * bytes_per_value``.
+#: What a multi-head-latent-attention cache holds per token and layer: ``latent`` (the compressed
+#: ``r_kv`` latent and the shared ``d_r`` rotary key: what ``transformers``, vLLM, SGLang and the
+#: "absorb" mode of DeepSeek's inference code keep) or ``expanded`` (every head's decompressed key
+#: and value: the "naive" mode of DeepSeek's code, and what a cache of the heads would need).
+MLA_CACHES: tuple[str, ...] = ("latent", "expanded")
 
-    One key and one value vector of width ``d_kv = a_kv d_head`` per layer and cached token; GQA
-    (``a_kv < a``) and MQA (``a_kv = 1``) shrink it by ``a / a_kv``. Derived in chapter
-    :doc:`/chapters/memory`.
+
+def kv_cache_bytes(
+    cfg: TransformerConfig, batch: int, context: int, bytes_per_value: int = 2, *, mla: str = "latent",
+    encoder_seq: int | None = None,
+) -> int:
+    """Bytes of the key/value cache after ``context`` tokens of each of ``batch`` sequences.
+
+    Per layer and cached token, one key of width ``d_kv = a_kv d_head`` and one value of width
+    ``d_v = a_kv d_v``: ``2 L b context a_kv d_head bytes_per_value`` when every layer attends to
+    every earlier token. GQA (``a_kv < a``) and MQA (``a_kv = 1``) shrink it by ``a / a_kv``.
+    Read from the config's layer pattern:
+
+    - a sliding-window layer keeps only the last ``w - 1`` tokens (the next token is the ``w``-th
+      key it sees): ``min(context, w - 1)`` tokens, as ``transformers``' sliding-window cache;
+    - multi-head latent attention keeps ``r_kv + d_r`` values per token and layer
+      (``mla="latent"``, as ``transformers`` and serving engines do), or ``a (d_head + d_v)``
+      (``mla="expanded"``, the decompressed heads);
+    - an encoder-decoder also caches the cross-attention keys and values of the ``encoder_seq``
+      encoder outputs in every decoder layer (``encoder_seq`` is then required).
+
+    ``bytes_per_value``: 2 for a 16-bit cache, 1 for an 8-bit (int8/FP8) one (scales ignored).
+    Derived in chapter :doc:`/chapters/memory`.
     """
     if not isinstance(cfg, TransformerConfig):
         raise TypeError(f"cfg must be a TransformerConfig, got {type(cfg).__name__}")
     b, n = check_int("batch", batch), check_int("context", context)
     B = check_int("bytes_per_value", bytes_per_value)
-    return 2 * cfg.n_layers * b * n * cfg.kv_dim * B
+    check_choice("mla", mla, MLA_CACHES)
+    if cfg.is_encoder_decoder:
+        if encoder_seq is None:
+            raise ValueError(f"encoder_seq is required for the encoder-decoder {cfg.name!r} (the cross-"
+                             "attention caches the keys and values of every encoder output)")
+        encoder_seq = check_int("encoder_seq", encoder_seq)
+    elif encoder_seq is not None:
+        raise ValueError(f"encoder_seq is only for encoder-decoders; {cfg.name!r} has no encoder stack")
+    if cfg.kv_lora_rank and mla == "latent":
+        per_token = cfg.kv_lora_rank + cfg.rope_head_dim
+    else:
+        per_token = cfg.kv_dim + cfg.v_dim
+    tokens = 0
+    for spec, count in cfg.layer_counts.items():
+        kept = min(n, cfg.sliding_window - 1) if spec.attention == "sliding" else n
+        tokens += count * kept
+    cross = cfg.n_layers * encoder_seq * (cfg.kv_dim + cfg.v_dim) if encoder_seq else 0
+    return b * (tokens * per_token + cross) * B
 
 
 def largest_batch(

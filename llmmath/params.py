@@ -2,18 +2,23 @@
 
 Every count is a sum of weight-matrix shapes (``rows x cols``) and vector lengths, exactly as the
 reference implementations allocate them (checked against ``transformers`` in
-``tests/test_params.py``). Derived in chapter :doc:`/chapters/parameter-counts`.
+``tests/test_params.py``). A model is a sum over its layers, and a layer's count depends only on
+its :class:`~llmmath.LayerSpec` (dense or mixture-of-experts MLP), so every count below is
+``sum over layer kinds (count x per-layer formula)``. Derived in chapter
+:doc:`/chapters/parameter-counts`.
 
 Symbols: ``L`` layers, ``h`` hidden size, ``e`` embedding width (``h`` except OPT-350m), ``V``
 vocabulary, ``S`` learned positions (plus the implementation's offset), ``T`` token types,
-``d_q = a d_head`` query width, ``d_kv = a_kv d_head`` key/value width, ``d_ff`` MLP width,
-``E`` experts of which ``k`` are used per token, ``n`` norm parameters per normalised vector
-(``2h`` for LayerNorm, ``h`` for RMSNorm).
+``d_q = a d_head`` query width, ``d_kv = a_kv d_head`` key width, ``d_v = a_kv d_v`` value width,
+``d_ff`` MLP width, ``E`` experts of width ``d_e`` of which ``k`` are used per token, ``d_s`` the
+shared experts' width, ``n`` norm parameters per normalised vector (``2h`` for LayerNorm, ``h``
+for RMSNorm and bias-free LayerNorm); MLA: ``r_q``, ``r_kv`` latent widths, ``d_r`` rotary dims.
 """
 
 from __future__ import annotations
 
-from .config import TransformerConfig
+from ._validate import check_int
+from .config import LayerSpec, TransformerConfig
 
 __all__ = [
     "BREAKDOWN_KEYS",
@@ -23,6 +28,7 @@ __all__ = [
     "active_param_count",
     "non_embedding_param_count",
     "layer_param_count",
+    "layer_param_counts",
     "base_model_param_count",
     "QUOTED_SIZES",
     "QUOTED_ACTIVE_SIZES",
@@ -39,6 +45,7 @@ BREAKDOWN_KEYS = (
     "attention_bias",
     "mlp",
     "mlp_bias",
+    "shared_experts",
     "router",
     "layer_norms",
     "final_norm",
@@ -51,6 +58,9 @@ BREAKDOWN_KEYS = (
 #: (token, position and token-type tables and an untied output embedding with its bias).
 EMBEDDING_KEYS = ("token_embedding", "position_embedding", "token_type_embedding", "lm_head", "lm_head_bias")
 
+#: The keys of :func:`param_breakdown` that live inside the transformer layers.
+_LAYER_KEYS = ("attention", "attention_bias", "mlp", "mlp_bias", "shared_experts", "router", "layer_norms")
+
 
 def _check_cfg(cfg: object) -> TransformerConfig:
     if not isinstance(cfg, TransformerConfig):
@@ -59,17 +69,57 @@ def _check_cfg(cfg: object) -> TransformerConfig:
 
 
 def _norm_size(cfg: TransformerConfig) -> int:
-    """Parameters of one norm over ``h`` features: ``2h`` (LayerNorm: gain and bias) or ``h`` (RMSNorm)."""
+    """Parameters of one norm over ``h`` features: ``2h`` (LayerNorm: gain and bias) or ``h``."""
     return (2 if cfg.norm == "layernorm" else 1) * cfg.hidden_size
 
 
-def _expert_weights(cfg: TransformerConfig) -> tuple[int, int]:
-    """(weights, biases) of one MLP (one expert): ``m h d_ff`` with ``m = 2`` (plain) or ``3`` (gated)."""
-    h, f = cfg.hidden_size, cfg.ffn_size
+def _mlp_weights(cfg: TransformerConfig, width: int, bias: bool) -> tuple[int, int]:
+    """(weights, biases) of one MLP of ``width``: ``m h width`` with ``m = 2`` (plain) or ``3``
+    (gated: gate, up and down projections), biases ``(m - 1) width + h``."""
     n_in = 2 if cfg.ffn_kind == "gated" else 1
-    weights = (n_in + 1) * h * f
-    biases = (n_in * f + h) if cfg.mlp_bias else 0
-    return weights, biases
+    return (n_in + 1) * cfg.hidden_size * width, ((n_in * width + cfg.hidden_size) if bias else 0)
+
+
+def _attention(cfg: TransformerConfig) -> tuple[int, int, int]:
+    """(weights, biases, norm weights) of one self-attention block.
+
+    Standard: ``h d_q + h d_kv + h d_v + a d_v h``; biases ``(d_q + d_kv + d_v) * qkv_bias +
+    h * out_bias``; QK-norm ``2 d_head`` (``head``) or ``d_q + d_kv`` (``full``).
+    MLA: queries ``h r_q + r_q a d_head`` (``h a d_head`` without a query latent), the key/value
+    latent and the shared rotary key ``h (r_kv + d_r)``, their decompression
+    ``r_kv a (d_head - d_r + d_v)``, the output ``a d_v h``; the latents' RMSNorms ``r_q + r_kv``;
+    biases (``attention_bias``) on the two down projections and the output.
+    """
+    h, a = cfg.hidden_size, cfg.n_heads
+    if cfg.kv_lora_rank:
+        r_q, r_kv, d_r, d_qk, d_v = cfg.q_lora_rank, cfg.kv_lora_rank, cfg.rope_head_dim, cfg.head_dim, cfg.v_head_dim
+        q = h * r_q + r_q * a * d_qk if r_q else h * a * d_qk
+        w = q + h * (r_kv + d_r) + r_kv * a * (d_qk - d_r + d_v) + a * d_v * h
+        b = (r_q + r_kv + d_r) * cfg.qkv_bias + h * cfg.out_bias
+        return w, b, r_q + r_kv
+    w = h * (cfg.q_dim + cfg.kv_dim + cfg.v_dim) + cfg.n_heads * cfg.v_head_dim * h
+    b = (cfg.q_dim + cfg.kv_dim + cfg.v_dim) * cfg.qkv_bias + h * cfg.out_bias
+    qk = {"none": 0, "head": 2 * cfg.head_dim, "full": cfg.q_dim + cfg.kv_dim}[cfg.qk_norm]
+    return w, b, qk
+
+
+def _layer(cfg: TransformerConfig, spec: LayerSpec, cross: bool = False) -> dict[str, int]:
+    """The :data:`_LAYER_KEYS` of one layer of kind ``spec`` (``cross``: with cross-attention)."""
+    out = dict.fromkeys(_LAYER_KEYS, 0)
+    w, b, qk = _attention(cfg)
+    n_attn = 2 if cross else 1  # T5's decoder: self-attention and cross-attention, same shapes
+    out["attention"], out["attention_bias"] = n_attn * w, n_attn * b
+    out["layer_norms"] = (cfg.norms_per_layer + cross) * _norm_size(cfg) + n_attn * qk
+    if spec.mlp == "dense":
+        out["mlp"], out["mlp_bias"] = _mlp_weights(cfg, cfg.ffn_size, cfg.mlp_bias)
+    else:
+        we, be = _mlp_weights(cfg, cfg.expert_ffn_size, cfg.mlp_bias)
+        out["mlp"], out["mlp_bias"] = cfg.n_experts * we, cfg.n_experts * be
+        if cfg.shared_ffn_size:
+            out["shared_experts"] = sum(_mlp_weights(cfg, cfg.shared_ffn_size, cfg.mlp_bias))
+        h = cfg.hidden_size
+        out["router"] = h * cfg.n_experts + cfg.n_experts * cfg.router_bias + h * cfg.shared_expert_gate
+    return out
 
 
 def param_breakdown(cfg: TransformerConfig) -> dict[str, int]:
@@ -78,50 +128,55 @@ def param_breakdown(cfg: TransformerConfig) -> dict[str, int]:
     Keys (always all present, in the order of :data:`BREAKDOWN_KEYS`; 0 when absent):
 
     - ``token_embedding``: ``V e``.
-    - ``position_embedding``: ``(S + offset) h`` for learned positions (OPT keeps 2 extra rows),
-      0 for rotary, ALiBi or none.
+    - ``position_embedding``: ``(S + offset) h`` for learned positions (OPT keeps 2 extra rows);
+      T5's relative-position buckets, ``buckets x a`` per stack; 0 for rotary, ALiBi or none.
     - ``token_type_embedding``: ``T h`` (BERT's segment embeddings).
     - ``embedding_norm``: the norm after the embeddings (BERT), ``n``.
     - ``embedding_projection``: ``2 e h`` when ``e != h`` (OPT-350m's ``project_in`` and
       ``project_out``, no biases).
-    - ``attention``: ``L (h d_q + 2 h d_kv + d_q h)``, the weights of Q, K, V and output.
-    - ``attention_bias``: ``L [(d_q + 2 d_kv) * qkv_bias + h * out_bias]``.
-    - ``mlp``: ``L E' m h d_ff`` weights with ``m = 2`` (plain) or ``3`` (gated) and ``E' = E``
-      experts (1 for a dense model).
-    - ``mlp_bias``: ``L E' (m' d_ff + h)`` with ``m' = m - 1``, if the MLP has biases.
-    - ``router``: ``L (h E + E * router_bias)`` for a mixture of experts.
-    - ``layer_norms``: ``L * norms_per_layer * n``.
-    - ``final_norm``: ``n`` if the model ends with a norm.
+    - ``attention``: per layer ``h d_q + h d_kv + h d_v + d_q h`` (Q, K, V and output; MLA's
+      low-rank projections instead, see :func:`_attention`), twice in a layer with cross-attention.
+    - ``attention_bias``: per layer ``(d_q + d_kv + d_v) * qkv_bias + h * out_bias``.
+    - ``mlp``: per dense layer ``m h d_ff`` weights with ``m = 2`` (plain) or ``3`` (gated); per
+      mixture-of-experts layer ``E m h d_e`` (the routed experts).
+    - ``mlp_bias``: ``(m - 1) d_ff + h`` per MLP (and per expert), if the MLP has biases.
+    - ``shared_experts``: per mixture-of-experts layer ``m h d_s`` (+ biases): the experts every
+      token uses (DeepSeek, Qwen2-MoE).
+    - ``router``: per mixture-of-experts layer ``h E (+ E)``, plus ``h`` for a shared-expert gate.
+    - ``layer_norms``: per layer ``norms_per_layer * n`` (one more with cross-attention), plus the
+      QK-norm weights and MLA's two latent RMSNorms.
+    - ``final_norm``: ``n`` per stack if the model ends with a norm.
     - ``pooler``: ``h^2 + h`` (BERT's pooler).
     - ``lm_head``: ``V e`` if the output embedding is untied, else 0 (counted once, in
       ``token_embedding``).
-    - ``lm_head_bias``: ``V`` (Phi).
+    - ``lm_head_bias``: ``V`` (Phi, GPT-J).
 
-    "Without embeddings" is the total minus the :data:`EMBEDDING_KEYS`; "without the LM head" is
-    the total minus ``lm_head`` and ``lm_head_bias``. The sum of all values is :func:`param_count`.
+    An encoder-decoder (T5) adds its encoder's ``n_encoder_layers`` layers (dense, no
+    cross-attention) to the layer keys. "Without embeddings" is the total minus the
+    :data:`EMBEDDING_KEYS`; "without the LM head" is the total minus ``lm_head`` and
+    ``lm_head_bias``. The sum of all values is :func:`param_count`.
     Derived in chapter :doc:`/chapters/parameter-counts`.
     """
     cfg = _check_cfg(cfg)
-    L, h, e, V = cfg.n_layers, cfg.hidden_size, cfg.embedding_dim, cfg.vocab_size
-    d_q, d_kv = cfg.q_dim, cfg.kv_dim
+    h, e, V = cfg.hidden_size, cfg.embedding_dim, cfg.vocab_size
     n = _norm_size(cfg)
-    w_mlp, b_mlp = _expert_weights(cfg)
-    experts = cfg.n_experts if cfg.is_moe else 1
+    stacks = 2 if cfg.is_encoder_decoder else 1
     out = dict.fromkeys(BREAKDOWN_KEYS, 0)
     out["token_embedding"] = V * e
     if cfg.position == "learned":
         out["position_embedding"] = (cfg.max_position + cfg.position_offset) * h
+    elif cfg.position == "relative":
+        out["position_embedding"] = stacks * cfg.relative_buckets * cfg.n_heads
     out["token_type_embedding"] = cfg.token_types * h
     out["embedding_norm"] = n if cfg.embedding_norm else 0
     out["embedding_projection"] = 2 * e * h if e != h else 0
-    out["attention"] = L * (h * d_q + 2 * h * d_kv + d_q * h)
-    out["attention_bias"] = L * ((d_q + 2 * d_kv) * cfg.qkv_bias + h * cfg.out_bias)
-    out["mlp"] = L * experts * w_mlp
-    out["mlp_bias"] = L * experts * b_mlp
-    if cfg.is_moe:
-        out["router"] = L * (h * cfg.n_experts + cfg.n_experts * cfg.router_bias)
-    out["layer_norms"] = L * cfg.norms_per_layer * n
-    out["final_norm"] = n if cfg.final_norm else 0
+    kinds = [(spec, count, cfg.is_encoder_decoder) for spec, count in cfg.layer_counts.items()]
+    if cfg.is_encoder_decoder:
+        kinds.append((LayerSpec("full", "dense"), cfg.n_encoder_layers, False))
+    for spec, count, cross in kinds:
+        for key, value in _layer(cfg, spec, cross).items():
+            out[key] += count * value
+    out["final_norm"] = stacks * n if cfg.final_norm else 0
     out["pooler"] = h * h + h if cfg.pooler else 0
     if not cfg.tie_embeddings:
         out["lm_head"] = V * e
@@ -130,12 +185,13 @@ def param_breakdown(cfg: TransformerConfig) -> dict[str, int]:
 
 
 def param_count(cfg: TransformerConfig) -> int:
-    """Exact number of trainable parameters, tied weights counted once.
+    """Exact number of parameters, tied weights counted once.
 
     ``sum(param_breakdown(cfg).values())``: for a causal LM what
     ``sum(p.numel() for p in model.parameters())`` gives for the ``...ForCausalLM`` class
-    (embeddings, layers, final norm, LM head); for a BERT-style encoder the base model with its
-    pooler (``BertModel``). GPT-style shorthand: ``L (12 h^2 + 13 h) + (V + S) h + 2h``.
+    (embeddings, layers, final norm, LM head); for T5 ``T5ForConditionalGeneration``; for a
+    BERT-style encoder the base model (``BertModel``, with its pooler).
+    GPT-style shorthand: ``L (12 h^2 + 13 h) + (V + S) h + 2h``.
     Derived in chapter :doc:`/chapters/parameter-counts`.
     """
     return sum(param_breakdown(cfg).values())
@@ -150,28 +206,41 @@ def base_model_param_count(cfg: TransformerConfig) -> int:
     return sum(b.values()) - b["lm_head"] - b["lm_head_bias"]
 
 
-def layer_param_count(cfg: TransformerConfig) -> int:
-    """Parameters of one transformer layer (block): attention, MLP or experts with router, norms,
-    biases. For a GPT-2-style layer ``12 h^2 + 13 h``. Derived in chapter
-    :doc:`/chapters/parameter-counts`.
+def layer_param_counts(cfg: TransformerConfig) -> list[int]:
+    """Parameters of each of the ``n_layers`` (decoder) layers, in order: attention, MLP or
+    experts with router and shared experts, norms, biases. Layers differ only through their
+    :class:`~llmmath.LayerSpec` (DeepSeek-V3's first three layers are dense, the rest MoE).
+    Derived in chapter :doc:`/chapters/parameter-counts`.
     """
-    b = param_breakdown(cfg)
-    per_layer = ("attention", "attention_bias", "mlp", "mlp_bias", "router", "layer_norms")
-    return sum(b[k] for k in per_layer) // cfg.n_layers
+    cfg = _check_cfg(cfg)
+    per_kind = {spec: sum(_layer(cfg, spec, cfg.is_encoder_decoder).values()) for spec in cfg.layer_counts}
+    return [per_kind[spec] for spec in cfg.layers]
+
+
+def layer_param_count(cfg: TransformerConfig, layer: int = 0) -> int:
+    """Parameters of layer ``layer`` (0-based; default the first). For a GPT-2-style layer
+    ``12 h^2 + 13 h``. Derived in chapter :doc:`/chapters/parameter-counts`.
+    """
+    cfg = _check_cfg(cfg)
+    layer = check_int("layer", layer, minimum=0, maximum=cfg.n_layers - 1)
+    return layer_param_counts(cfg)[layer]
 
 
 def active_param_count(cfg: TransformerConfig) -> int:
-    """Parameters used for one token: :func:`param_count` with the experts counted ``k`` of ``E``
-    times, ``N - L (E - k) (m h d_ff + biases)``. Equal to :func:`param_count` for a dense model.
-    (The router and every non-expert weight are active; embeddings count as active, as in the
-    Mixtral paper's "13B active" figure.) Derived in chapter :doc:`/chapters/parameter-counts`.
+    """Parameters used for one token: :func:`param_count` with the routed experts of each
+    mixture-of-experts layer counted ``k`` of ``E`` times,
+    ``N - L_moe (E - k) (m h d_e + biases)``. The router, the shared experts, the dense layers and
+    every non-expert weight are active; embeddings count as active, as in the Mixtral paper's
+    "13B active" and DeepSeek-V3's "37B activated" figures. Equal to :func:`param_count` for a
+    dense model. Derived in chapter :doc:`/chapters/parameter-counts`.
     """
     cfg = _check_cfg(cfg)
     total = param_count(cfg)
     if not cfg.is_moe:
         return total
-    w, b = _expert_weights(cfg)
-    return total - cfg.n_layers * (cfg.n_experts - cfg.experts_per_token) * (w + b)
+    n_moe = sum(count for spec, count in cfg.layer_counts.items() if spec.mlp == "moe")
+    return total - n_moe * (cfg.n_experts - cfg.experts_per_token) * sum(
+        _mlp_weights(cfg, cfg.expert_ffn_size, cfg.mlp_bias))
 
 
 def non_embedding_param_count(cfg: TransformerConfig) -> int:

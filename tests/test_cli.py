@@ -29,7 +29,8 @@ def test_config_json_summary(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("content, message", [("{bad", "not valid JSON"),
-                                               ('{"model_type": "t5"}', "not supported")])
+                                               ('{"model_type": "xlnet"}', "not supported"),
+                                               ('{"model_type": "gpt2", "n_layer": 2}', "missing the required field")])
 def test_bad_config_is_one_line_and_status_2(tmp_path, capsys, content, message):
     path = tmp_path / "config.json"
     path.write_text(content)

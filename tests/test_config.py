@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from llmmath.config import SUPPORTED_MODEL_TYPES, TransformerConfig, from_hf_config
+from llmmath.config import MODEL_TYPE_CLASSES, SUPPORTED_MODEL_TYPES, TransformerConfig, from_hf_config
 from llmmath.params import param_count
 
 torch = pytest.importorskip("torch")
@@ -21,68 +21,108 @@ transformers.logging.set_verbosity_error()
 logging.getLogger("transformers").setLevel(logging.ERROR)
 
 
-def _hf_default(mt: str) -> tuple[Any, int]:
+hf_reference = pytest.importorskip("hf_reference")
+
+#: The core shape fields, under the name every transformers configuration accepts.
+_CORE = ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size")
+_FAMILIES = [mt for mt in SUPPORTED_MODEL_TYPES if mt != "gemma3"]  # gemma3 nests a text_config
+
+
+def _core_only(mt: str) -> tuple[dict[str, Any], Any]:
+    """The config dict of ``mt`` with only the core fields, taken from transformers' defaults."""
     config = transformers.AutoConfig.for_model(mt)
-    with torch.device("meta"):
-        if mt == "bert":
-            model = transformers.AutoModel.from_config(config)
-        else:
-            model = transformers.AutoModelForCausalLM.from_config(config)
-    return config, sum(p.numel() for p in model.parameters())
+    d = {"model_type": mt, **{k: getattr(config, k) for k in _CORE}}
+    if mt.startswith("deepseek"):  # llmmath requires it (DeepseekV2Config's default None cannot route)
+        d["num_experts_per_tok"] = config.num_experts_per_tok or 6
+    return d, config
 
 
-# attribute names of the transformers configs, per TransformerConfig field
-_HF_NAMES = {
-    "n_layers": ("num_hidden_layers", "n_layer"),
-    "hidden_size": ("hidden_size", "n_embd"),
-    "n_heads": ("num_attention_heads", "n_head"),
-    "vocab_size": ("vocab_size",),
-}
-
-
-@pytest.mark.parametrize("mt", SUPPORTED_MODEL_TYPES)
+@pytest.mark.parametrize("mt", _FAMILIES)
 def test_defaults_match_transformers(mt: str) -> None:
-    config, n_params = _hf_default(mt)
-    cfg = from_hf_config({"model_type": mt})
-    assert param_count(cfg) == n_params
-    for field, names in _HF_NAMES.items():
-        hf_value = next(getattr(config, n) for n in names if hasattr(config, n))
-        assert getattr(cfg, field) == hf_value, field
-    assert cfg.tie_embeddings == bool(config.tie_word_embeddings) or mt == "bert"
-    assert cfg.family == mt and cfg.causal == (mt != "bert")
+    """Every optional field missing: llmmath applies the defaults transformers applies."""
+    d, config = _core_only(mt)
+    cfg = from_hf_config(d)
+    assert param_count(cfg) == hf_reference.reference_counts(d)["total"]
+    assert (cfg.hidden_size, cfg.n_layers, cfg.n_heads, cfg.vocab_size) == tuple(getattr(config, k) for k in _CORE)
+    assert cfg.family == mt and cfg.causal == (mt not in hf_reference.ENCODERS)
+
+
+@pytest.mark.parametrize("mt", _FAMILIES)
+@pytest.mark.parametrize("field", _CORE)
+def test_missing_core_field_is_an_error(mt: str, field: str) -> None:
+    """No silent default for a field a real config always carries (a GPT-2 config without n_embd
+    used to become 768 wide)."""
+    d, _ = _core_only(mt)
+    if mt == "gemma3_text" and field in ("num_attention_heads", "vocab_size"):
+        pytest.skip("Gemma 3's published text_config omits them: Gemma3TextConfig's defaults define them")
+    del d[field]
+    with pytest.raises(ValueError, match="missing the required field"):
+        from_hf_config(d)
+
+
+def test_missing_core_field_names_the_family_spelling() -> None:
+    with pytest.raises(ValueError, match="'n_embd'"):
+        from_hf_config({"model_type": "gpt2", "n_layer": 2, "n_head": 2, "vocab_size": 10})
+    with pytest.raises(ValueError, match="'num_attention_heads'"):
+        from_hf_config({"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 8, "vocab_size": 10,
+                        "num_attention_heads": None})
+
+
+def test_published_config_quirks() -> None:
+    """Extra keys are ignored, null means absent (or "none" where the field allows it), the
+    multimodal gemma3 config is read through its text_config."""
+    base = {"model_type": "mistral", "num_hidden_layers": 2, "hidden_size": 16, "num_attention_heads": 4,
+            "num_key_value_heads": 2, "vocab_size": 10, "architectures": ["MistralForCausalLM"],
+            "quantization_config": {"bits": 4}, "rope_scaling": None, "head_dim": None}
+    assert from_hf_config(base).sliding_window == 4096  # MistralConfig's default window
+    assert from_hf_config({**base, "sliding_window": None}).sliding_window is None  # v0.2+: no window
+    gemma3 = {"model_type": "gemma3", "text_config": {"hidden_size": 32, "num_hidden_layers": 7,
+              "intermediate_size": 48, "model_type": "gemma3_text", "sliding_window": 16}, "vision_config": {}}
+    cfg = from_hf_config(gemma3)
+    assert cfg.family == "gemma3_text" and cfg.n_heads == 8 and cfg.vocab_size == 262208
+    assert cfg.attention_types == ("sliding",) * 5 + ("full", "sliding")
+    with pytest.raises(ValueError, match="text_config"):
+        from_hf_config({"model_type": "gemma3"})
 
 
 def test_supported_model_types_are_known_to_transformers() -> None:
     assert set(SUPPORTED_MODEL_TYPES) <= set(transformers.CONFIG_MAPPING.keys())
+    for cls, _ in MODEL_TYPE_CLASSES.values():
+        assert hasattr(transformers, cls), cls
 
 
 # ---- what from_hf_config reads (beyond the defaults) -------------------------------------------
 
+def _d(mt: str, **kw: Any) -> dict[str, Any]:
+    """A small config dict of ``mt`` with its core fields (canonical names), updated by ``kw``."""
+    return {"model_type": mt, "hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 4,
+            "num_key_value_heads": 4, "vocab_size": 10, **kw}
+
+
 def test_opt_positions_offset_and_projection() -> None:
-    cfg = from_hf_config({"model_type": "opt", "hidden_size": 1024, "num_attention_heads": 16,
-                          "word_embed_proj_dim": 512, "do_layer_norm_before": False})
+    cfg = from_hf_config(_d("opt", hidden_size=1024, num_attention_heads=16, word_embed_proj_dim=512,
+                            do_layer_norm_before=False))
     assert cfg.position_offset == 2 and cfg.embedding_dim == 512 and not cfg.final_norm
 
 
 @pytest.mark.parametrize("d, kv, norms, parallel", [
     ({"multi_query": True, "parallel_attn": True}, 1, 1, True),  # Falcon-7B
-    ({"multi_query": False, "parallel_attn": False}, 71, 2, False),
+    ({"multi_query": False, "parallel_attn": False}, 4, 2, False),
     ({"new_decoder_architecture": True, "num_kv_heads": 8, "num_attention_heads": 128,
       "hidden_size": 8192}, 8, 2, True),  # Falcon-40B: ln_attn and ln_mlp
     ({"parallel_attn": True, "num_ln_in_parallel_attn": 2}, 1, 2, True),
 ])
 def test_falcon_variants(d: dict[str, Any], kv: int, norms: int, parallel: bool) -> None:
-    cfg = from_hf_config({"model_type": "falcon", **d})
+    cfg = from_hf_config(_d("falcon", **d))
     assert (cfg.n_kv_heads, cfg.norms_per_layer, cfg.parallel_block) == (kv, norms, parallel)
 
 
 def test_head_dim_floor_where_the_family_allows_it() -> None:
     # Qwen2, Mistral, Gemma, Phi take head_dim = h // a when a does not divide h; GPT-2 and LLaMA refuse.
-    cfg = from_hf_config({"model_type": "qwen2", "hidden_size": 20, "num_attention_heads": 3,
-                          "num_key_value_heads": 1})
+    cfg = from_hf_config(_d("qwen2", hidden_size=20, num_attention_heads=3, num_key_value_heads=1))
     assert cfg.head_dim == 6 and cfg.q_dim == 18
-    for d in ({"model_type": "gpt2", "n_embd": 20, "n_head": 3},
-              {"model_type": "llama", "hidden_size": 20, "num_attention_heads": 3}):
+    for d in (_d("gpt2", hidden_size=20, num_attention_heads=3), _d("llama", hidden_size=20, num_attention_heads=3,
+                                                                     num_key_value_heads=3)):
         with pytest.raises(ValueError, match="n_heads"):
             from_hf_config(d)
 
@@ -91,16 +131,20 @@ def test_head_dim_floor_where_the_family_allows_it() -> None:
 
 @pytest.mark.parametrize("d, match", [
     ({"n_layer": 2}, "model_type"),
-    ({"model_type": "t5"}, "model_type"),
-    ({"model_type": "llama", "hidden_act": "swiglu2"}, "activation"),
-    ({"model_type": "gpt2", "activation_function": "mish"}, "activation"),
-    ({"model_type": "llama", "num_attention_heads": 32, "num_key_value_heads": 5}, "n_kv_heads"),
-    ({"model_type": "falcon", "new_decoder_architecture": True, "num_kv_heads": 3}, "n_kv_heads"),
-    ({"model_type": "bert", "position_embedding_type": "relative_key"}, "position_embedding_type"),
-    ({"model_type": "bert", "add_cross_attention": True}, "add_cross_attention"),
-    ({"model_type": "opt", "layer_norm_elementwise_affine": False}, "layer_norm_elementwise_affine"),
-    ({"model_type": "phi", "qk_layernorm": True}, "qk_layernorm"),
-    ({"model_type": "gpt2", "n_layer": 0}, "n_layers"),
+    ({"model_type": "xlnet"}, "model_type 'xlnet' is not supported; supported: gpt2, "),
+    (_d("llama", hidden_act="swiglu2"), "activation"),
+    (_d("gpt2", activation_function="mish"), "activation"),
+    (_d("llama", num_key_value_heads=3), "n_kv_heads"),
+    (_d("falcon", new_decoder_architecture=True, num_kv_heads=3), "n_kv_heads"),
+    (_d("bert", position_embedding_type="relative_key"), "position_embedding_type"),
+    (_d("bert", add_cross_attention=True), "add_cross_attention"),
+    (_d("opt", layer_norm_elementwise_affine=False), "layer_norm_elementwise_affine"),
+    (_d("phi", qk_layernorm=True), "qk_layernorm"),
+    (_d("gpt2", n_layer=0), "n_layers"),
+    (_d("deepseek_v3", num_experts_per_tok=2, num_key_value_heads=2), "num_key_value_heads"),
+    (_d("deepseek_v2", num_experts_per_tok=2, mlp_bias=True), "mlp_bias"),
+    (_d("olmo3", layer_types=["full_attention", "chunked_attention"]), "layer_types"),
+    (_d("gemma2", layer_types=["full_attention"]), "layer_types"),
 ])
 def test_from_hf_config_rejects(d: dict[str, Any], match: str) -> None:
     with pytest.raises(ValueError, match=match):
@@ -111,7 +155,7 @@ def test_from_hf_config_type_errors() -> None:
     with pytest.raises(TypeError, match="d must be a dict"):
         from_hf_config([("model_type", "gpt2")])  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="n_layers"):
-        from_hf_config({"model_type": "gpt2", "n_layer": 2.0})
+        from_hf_config(_d("gpt2", num_hidden_layers=2.0))
 
 
 _BASE = dict(n_layers=2, hidden_size=64, n_heads=4, vocab_size=100, max_position=16)

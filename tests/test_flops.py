@@ -6,15 +6,13 @@ own formulas and published numbers, from sympy and from brute-force counting.
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pytest
 import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llmmath.config import TransformerConfig, from_hf_config
+from llmmath.config import TransformerConfig
 from llmmath.flops import (
     FLOPS_KEYS,
     approx_training_flops,
@@ -35,79 +33,8 @@ from llmmath.hardware import GPUS, gpu_peak_flops
 from llmmath.params import non_embedding_param_count
 from llmmath.presets import preset
 
-# ---------------------------------------------------------------------------------------------
-# Exactness against torch.utils.flop_counter on transformers models
-# ---------------------------------------------------------------------------------------------
-
-_BASE = dict(vocab_size=97, max_position_embeddings=64)
-_LLAMA = dict(num_hidden_layers=2, hidden_size=32, num_attention_heads=4, intermediate_size=48, **_BASE)
-
-#: Tiny configs of every decoder family llmmath supports, with MHA, GQA and MQA.
-HF_CASES = {
-    "gpt2-mha": dict(model_type="gpt2", n_layer=2, n_embd=32, n_head=4, vocab_size=97, n_positions=64),
-    "gpt_neox-mha": dict(model_type="gpt_neox", num_hidden_layers=2, hidden_size=32, num_attention_heads=4,
-                         intermediate_size=80, **_BASE),
-    "opt-proj-postln": dict(model_type="opt", num_hidden_layers=2, hidden_size=32, num_attention_heads=4,
-                            ffn_dim=80, word_embed_proj_dim=16, do_layer_norm_before=False, **_BASE),
-    "llama-mha": dict(model_type="llama", **_LLAMA),
-    "llama-gqa": dict(model_type="llama", num_key_value_heads=2, **_LLAMA),
-    "mistral-mqa": dict(model_type="mistral", num_key_value_heads=1, **_LLAMA),
-    "mixtral-gqa": dict(model_type="mixtral", num_key_value_heads=2, num_local_experts=4,
-                        num_experts_per_tok=2, **_LLAMA),
-    "qwen2-gqa": dict(model_type="qwen2", num_key_value_heads=2, **_LLAMA),
-    "gemma-mqa": dict(model_type="gemma", num_key_value_heads=1, head_dim=16, **_LLAMA),
-    "phi-mha": dict(model_type="phi", num_hidden_layers=2, hidden_size=32, num_attention_heads=4,
-                    intermediate_size=80, **_BASE),
-    "falcon-mqa": dict(model_type="falcon", num_hidden_layers=2, hidden_size=32, num_attention_heads=4,
-                       multi_query=True, **_BASE),
-    "falcon-gqa-newarch": dict(model_type="falcon", num_hidden_layers=2, hidden_size=32,
-                               num_attention_heads=4, num_kv_heads=2, new_decoder_architecture=True, **_BASE),
-    "falcon-mha-sequential": dict(model_type="falcon", num_hidden_layers=2, hidden_size=32,
-                                  num_attention_heads=4, multi_query=False, parallel_attn=False, **_BASE),
-}
-
-
-def _counted(d: dict, batch: int, seq: int, mode: str) -> int:
-    """FLOPs counted by FlopCounterMode for one forward ("forward"), forward + backward
-    ("train") or forward + backward with per-layer activation checkpointing ("recompute")."""
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
-    from torch.utils.flop_counter import FlopCounterMode
-
-    transformers.logging.set_verbosity_error()
-    torch.manual_seed(0)
-    hf = transformers.AutoConfig.for_model(**d, attn_implementation="eager", experts_implementation="eager")
-    model = transformers.AutoModelForCausalLM.from_config(hf)
-    ids = torch.randint(0, d["vocab_size"], (batch, seq))
-    if mode == "recompute":
-        model.activation_checkpointing_enable()
-        model.train()
-    # Recompute every layer in full (PyTorch's default "early stop" skips the last products of a
-    # layer whose outputs no backward formula needs, e.g. a final down projection).
-    early_stop = torch.utils.checkpoint.set_checkpoint_early_stop(mode != "recompute")
-    with FlopCounterMode(display=False) as counter, warnings.catch_warnings(), early_stop:
-        warnings.simplefilter("ignore")
-        if mode == "forward":
-            with torch.no_grad():
-                model(input_ids=ids)
-        else:
-            model(input_ids=ids, labels=ids).loss.backward()
-    return counter.get_total_flops()
-
-
-@pytest.mark.parametrize("case", sorted(HF_CASES))
-def test_forward_and_training_flops_equal_torch_counter(case):
-    d = HF_CASES[case]
-    cfg = from_hf_config(d)
-    assert forward_flops(cfg, 2, 7) == _counted(d, 2, 7, "forward")
-    assert training_flops(cfg, 3, 5) == _counted(d, 3, 5, "train")
-
-
-@pytest.mark.parametrize("case", ["gpt2-mha", "mixtral-gqa", "gemma-mqa", "opt-proj-postln"])
-def test_recompute_equals_torch_counter_with_activation_checkpointing(case):
-    d = HF_CASES[case]
-    assert training_flops(from_hf_config(d), 2, 6, recompute=True) == _counted(d, 2, 6, "recompute")
-
+# Exactness against torch.utils.flop_counter on transformers models of every family, and random
+# configs of every family, is tested in tests/test_families.py.
 
 # ---------------------------------------------------------------------------------------------
 # Closed forms (sympy) and papers' formulas
@@ -338,22 +265,3 @@ def test_forward_flops_equals_brute_force(layers, heads, group, d, ffn, vocab, g
     fwd = forward_flops(cfg, batch, seq)
     assert fwd == _brute_force_forward(cfg, batch, seq)
     assert training_flops(cfg, batch, seq) == 3 * fwd
-
-
-def test_encoder_forward_flops_equal_torch_counter_on_bert_model():
-    """BERT: the layers and the pooler, no LM head (what ``BertModel`` computes)."""
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
-    from torch.utils.flop_counter import FlopCounterMode
-
-    from llmmath import forward_flops, from_hf_config
-
-    d = {"model_type": "bert", "hidden_size": 32, "num_attention_heads": 4, "num_hidden_layers": 2,
-         "intermediate_size": 64, "vocab_size": 50, "max_position_embeddings": 16}
-    cfg = from_hf_config(d)
-    hf = transformers.AutoConfig.for_model(**d, attn_implementation="eager")
-    model = transformers.BertModel(hf).eval()
-    ids = torch.randint(0, 50, (2, 8), generator=torch.Generator().manual_seed(0))
-    with torch.no_grad(), FlopCounterMode(display=False) as counter:
-        model(ids)
-    assert forward_flops(cfg, 2, 8) == counter.get_total_flops()

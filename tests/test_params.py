@@ -9,18 +9,15 @@ each named parameter of that model by its module path.
 from __future__ import annotations
 
 import logging
-import re
 from typing import Any
 
-import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from llmmath.config import TransformerConfig, from_hf_config  # noqa: E402
+from llmmath.config import TransformerConfig  # noqa: E402
 from llmmath.params import (  # noqa: E402
-    BREAKDOWN_KEYS,
     EMBEDDING_KEYS,
     QUOTED_SIZES,
     active_param_count,
@@ -32,81 +29,23 @@ from llmmath.params import (  # noqa: E402
 )
 from llmmath.presets import _RAW, PRESETS  # noqa: E402
 
+hf_reference = pytest.importorskip("hf_reference")
+reference_counts, hf_model = hf_reference.reference_counts, hf_reference.hf_model
+
 transformers.logging.set_verbosity_error()
 logging.getLogger("transformers").setLevel(logging.ERROR)
 
 
-# ---- the reference: build the transformers model and classify its parameters -------------------
-
-def _hf_model(d: dict[str, Any]) -> Any:
-    d = dict(d)
-    mt = d.pop("model_type")
-    config = transformers.AutoConfig.for_model(mt, **d)
-    with torch.device("meta"):
-        if mt == "bert":
-            return transformers.AutoModel.from_config(config)  # BertModel, with its pooler
-        return transformers.AutoModelForCausalLM.from_config(config)
-
-
-_LAYER = re.compile(r"\.(?:h|layers|layer)\.\d+\.")
-
-
-def _classify(name: str) -> str:
-    """The breakdown key a parameter of a transformers model belongs to, from its module path."""
-    bias = name.endswith("bias")
-    if _LAYER.search(name):
-        tail = _LAYER.split(name)[1]
-        if re.search(r"norm|ln_", tail, re.IGNORECASE):
-            return "layer_norms"
-        if re.fullmatch(r"(?:mlp|block_sparse_moe)\.gate\.(?:weight|bias)", tail):
-            return "router"
-        kind = "attention" if re.search(r"attn|attention", tail) else "mlp"
-        return kind + "_bias" if bias else kind
-    rules = [
-        (r"(wte|embed_tokens|word_embeddings|embed_in)\.weight$", "token_embedding"),
-        (r"(wpe|embed_positions|position_embeddings)\.weight$", "position_embedding"),
-        (r"token_type_embeddings", "token_type_embedding"),
-        (r"embeddings\.LayerNorm", "embedding_norm"),
-        (r"project_(in|out)", "embedding_projection"),
-        (r"pooler", "pooler"),
-        (r"(lm_head|embed_out)\.weight$", "lm_head"),
-        (r"lm_head\.bias$", "lm_head_bias"),
-        (r"(ln_f|final_layer_norm|final_layernorm|\.norm)\.(weight|bias)$", "final_norm"),
-    ]
-    for pattern, key in rules:
-        if re.search(pattern, name):
-            return key
-    raise AssertionError(f"unclassified parameter {name}")
-
-
-def _hf_breakdown(model: Any) -> dict[str, int]:
-    out = dict.fromkeys(BREAKDOWN_KEYS, 0)
-    for name, p in model.named_parameters():  # tied weights are yielded once
-        out[_classify(name)] += p.numel()
-    return out
-
-
-_FIRST_LAYER = re.compile(r"\.(?:h|layers|layer)\.0\.")
-
-
-def _hf_counts(d: dict[str, Any]) -> tuple[int, int, dict[str, int]]:
-    model = _hf_model(d)
-    total = sum(p.numel() for p in model.parameters())
-    base = sum(p.numel() for p in model.base_model.parameters())
-    parts = _hf_breakdown(model)
-    parts["first_layer"] = sum(p.numel() for n, p in model.named_parameters() if _FIRST_LAYER.search(n))
-    return total, base, parts
-
+# ---- the reference: tests/hf_reference.py builds the transformers model and classifies its parameters
 
 def _check(cfg: TransformerConfig, d: dict[str, Any]) -> None:
-    total, base, parts = _hf_counts(d)
-    assert param_count(cfg) == total, (d, param_count(cfg), total)
-    assert base_model_param_count(cfg) == base
-    assert layer_param_count(cfg) == parts.pop("first_layer")
-    assert param_breakdown(cfg) == parts
-    # the derived counts are sums of the breakdown
-    assert non_embedding_param_count(cfg) == total - sum(parts[k] for k in EMBEDDING_KEYS)
-    assert active_param_count(cfg) <= total
+    ref = reference_counts(d)
+    assert param_count(cfg) == ref["total"], (d, param_count(cfg), ref["total"])
+    assert base_model_param_count(cfg) == ref["base"]
+    assert layer_param_count(cfg) == ref["per_layer"][0]
+    assert param_breakdown(cfg) == ref["breakdown"]
+    assert non_embedding_param_count(cfg) == ref["total"] - sum(ref["breakdown"][k] for k in EMBEDDING_KEYS)
+    assert active_param_count(cfg) == ref["active"]
 
 
 # ---- presets ------------------------------------------------------------------------------------
@@ -162,93 +101,11 @@ def test_qwen_1_8b_exact() -> None:
     _check(cfg, d)
 
 
-# ---- randomized small configs of every family -------------------------------------------------
-
-def _random_config(mt: str, rng: np.random.Generator) -> dict[str, Any]:  # noqa: C901
-    """A small random config.json dictionary of model type ``mt`` exercising its options."""
-    def pick(*xs: Any) -> Any:
-        return xs[int(rng.integers(len(xs)))]
-
-    def coin() -> bool:
-        return bool(rng.integers(2))
-
-    head_dim = int(rng.integers(1, 5)) * 2
-    heads = int(rng.integers(1, 5))
-    h = heads * head_dim
-    L = int(rng.integers(1, 4))
-    V = int(rng.integers(5, 40))
-    ff = int(rng.integers(1, 25))
-    S = int(rng.integers(1, 40))
-    if mt == "gpt2":
-        return {"model_type": mt, "n_layer": L, "n_embd": h, "n_head": heads, "vocab_size": V,
-                "n_positions": S, "n_inner": pick(None, ff), "tie_word_embeddings": coin(),
-                "activation_function": pick("gelu_new", "relu", "gelu")}
-    if mt == "gpt_neox":
-        return {"model_type": mt, "num_hidden_layers": L, "hidden_size": h, "num_attention_heads": heads,
-                "intermediate_size": ff, "vocab_size": V, "attention_bias": coin(),
-                "use_parallel_residual": coin(), "tie_word_embeddings": coin(), "rotary_pct": 0.5}
-    if mt == "opt":
-        e = pick(h, 2 * h + 2)
-        return {"model_type": mt, "num_hidden_layers": L, "hidden_size": h, "num_attention_heads": heads,
-                "ffn_dim": ff, "vocab_size": V, "max_position_embeddings": S, "word_embed_proj_dim": e,
-                "enable_bias": coin(), "do_layer_norm_before": coin(), "tie_word_embeddings": coin(),
-                "_remove_final_layer_norm": coin()}
-    if mt == "bert":
-        return {"model_type": mt, "num_hidden_layers": L, "hidden_size": h, "num_attention_heads": heads,
-                "intermediate_size": ff, "vocab_size": V, "max_position_embeddings": S,
-                "type_vocab_size": int(rng.integers(1, 4))}
-    if mt in ("llama", "mistral", "mixtral", "qwen2", "gemma"):
-        kv = pick(*[k for k in range(1, heads + 1) if heads % k == 0])
-        d = {"model_type": mt, "num_hidden_layers": L, "hidden_size": h, "num_attention_heads": heads,
-             "num_key_value_heads": kv, "intermediate_size": ff, "vocab_size": V,
-             "tie_word_embeddings": coin()}
-        if mt != "llama" and coin():  # head_dim decoupled from h / a (e.g. Gemma-7B: 16 x 256 > 3072)
-            d["head_dim"] = int(rng.integers(1, 6)) * 2
-        if mt in ("llama", "mistral", "qwen2") and coin() and mt != "qwen2":
-            d["attention_bias"] = coin()
-        if mt == "llama":
-            d["mlp_bias"] = coin()
-        if mt == "mixtral":
-            d["num_local_experts"] = int(rng.integers(2, 5))
-            d["num_experts_per_tok"] = int(rng.integers(1, d["num_local_experts"] + 1))
-        if mt == "gemma":
-            d["head_dim"] = d.get("head_dim", head_dim)
-        return d
-    if mt == "phi":
-        kv = pick(*[k for k in range(1, heads + 1) if heads % k == 0])
-        return {"model_type": mt, "num_hidden_layers": L, "hidden_size": h, "num_attention_heads": heads,
-                "num_key_value_heads": kv, "intermediate_size": ff, "vocab_size": V,
-                "tie_word_embeddings": coin(), "partial_rotary_factor": 0.5}
-    assert mt == "falcon"
-    new_arch = coin()
-    d = {"model_type": mt, "num_hidden_layers": L, "hidden_size": h, "num_attention_heads": heads,
-         "vocab_size": V, "new_decoder_architecture": new_arch, "parallel_attn": coin(),
-         "multi_query": coin(), "bias": coin(), "alibi": coin(), "tie_word_embeddings": coin(),
-         "ffn_hidden_size": pick(None, ff), "num_ln_in_parallel_attn": pick(None, 1, 2)}
-    if new_arch:
-        d["num_kv_heads"] = pick(*[k for k in range(1, heads + 1) if heads % k == 0])
-    return d
-
-
-FAMILIES = ("gpt2", "gpt_neox", "opt", "bert", "llama", "mistral", "mixtral", "qwen2", "gemma", "phi", "falcon")
-
-
-@pytest.mark.parametrize("mt", FAMILIES)
-def test_random_configs_exact(mt: str) -> None:
-    rng = np.random.default_rng(FAMILIES.index(mt) + 2024)
-    for _ in range(8):
-        d = _random_config(mt, rng)
-        d = {k: v for k, v in d.items() if v is not None}
-        if d.get("alibi") and d.get("new_decoder_architecture"):
-            d["alibi"] = False
-        _check(from_hf_config(d), d)
-
-
 # ---- derived counts ------------------------------------------------------------------------------
 
 def test_active_params_mixtral_brute_force() -> None:
     d = _RAW["mixtral-8x7b"][0]
-    model = _hf_model(d)
+    model = hf_model(d)
     E, k = d["num_local_experts"], d["num_experts_per_tok"]
     expert = sum(p.numel() for n, p in model.named_parameters() if ".experts." in n)
     total = sum(p.numel() for p in model.parameters())
