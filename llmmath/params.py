@@ -135,7 +135,8 @@ def param_breakdown(cfg: TransformerConfig) -> dict[str, int]:
     - ``embedding_projection``: ``2 e h`` when ``e != h`` (OPT-350m's ``project_in`` and
       ``project_out``, no biases).
     - ``attention``: per layer ``h d_q + h d_kv + h d_v + d_q h`` (Q, K, V and output; MLA's
-      low-rank projections instead, see :func:`_attention`), twice in a layer with cross-attention.
+      low-rank projections instead: ``h r_q + r_q a d_head + h (r_kv + d_r) + r_kv a (d_head - d_r + d_v)
+      + a d_v h``), twice in a layer with cross-attention.
     - ``attention_bias``: per layer ``(d_q + d_kv + d_v) * qkv_bias + h * out_bias``.
     - ``mlp``: per dense layer ``m h d_ff`` weights with ``m = 2`` (plain) or ``3`` (gated); per
       mixture-of-experts layer ``E m h d_e`` (the routed experts).
