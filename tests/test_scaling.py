@@ -234,11 +234,17 @@ def test_laws_are_frozen_and_validated():
 # ---- planning ----------------------------------------------------------------------------------
 
 
-def test_plan_spends_the_budget_that_training_days_inverts():
-    plan = plan_training_run(1024, 312e12, 0.45, 30.0)
+def test_plan_spends_the_budget_at_the_brute_force_optimum():
+    plan = plan_training_run(1024, 312e12, 0.45, 30.0, BESIROGLU_2024)
     assert plan.compute == pytest.approx(1024 * 312e12 * 0.45 * 86400 * 30)
+    # the plan spends the budget: 6 N D = C, as training_days counts it
     assert training_days(plan.n_tokens, plan.n_params, 1024, 312e12, 0.45) == pytest.approx(30.0)
-    assert plan.loss == pytest.approx(float(compute_optimal_loss(plan.compute)))
+    # and its model is the brute-force minimum of the isoFLOP curve, with that loss
+    n = np.logspace(9, 12, 300_001)
+    loss = BESIROGLU_2024.E + BESIROGLU_2024.A / n**BESIROGLU_2024.alpha + \
+        BESIROGLU_2024.B / (plan.compute / (6 * n)) ** BESIROGLU_2024.beta
+    assert plan.n_params == pytest.approx(n[np.argmin(loss)], rel=1e-4)
+    assert plan.loss == pytest.approx(loss.min(), rel=1e-12)
     assert plan.tokens_per_param == pytest.approx(plan.n_tokens / plan.n_params)
 
 
