@@ -18,6 +18,15 @@ def test_api_page_is_up_to_date():
     assert page == gen.render(), "chapters/api.md is stale: run python scripts/gen_api.py"
 
 
+def test_readme_families_table_is_up_to_date():
+    spec = importlib.util.spec_from_file_location("gen_api", ROOT / "scripts" / "gen_api.py")
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert readme == gen.render_readme(readme), "README.md's families table is stale: run python scripts/gen_api.py"
+    assert "`deepseek_v3`" in readme and "`gemma3`" in readme
+
+
 def test_every_public_name_exists():
     missing = [name for name in llmmath.__all__ if not hasattr(llmmath, name)]
     assert not missing

@@ -50,3 +50,11 @@ def test_module_entry_point_has_no_traceback():
     result = subprocess.run([sys.executable, "-m", "llmmath", "no-such-model"], capture_output=True, text=True)
     assert result.returncode == 2
     assert "Traceback" not in result.stderr and result.stderr.startswith("error:")
+
+
+def test_families_lists_every_model_type(capsys):
+    from llmmath.config import SUPPORTED_MODEL_TYPES
+
+    assert main(["--families"]) == 0
+    out = capsys.readouterr().out
+    assert all(f"`{mt}`" in out for mt in SUPPORTED_MODEL_TYPES)
