@@ -234,7 +234,7 @@ def counted_flops(d: dict[str, Any], batch: int, seq: int, mode: str, decoder_se
     elif mt not in ENCODERS:
         kwargs.update(labels=ids)
     if mode == "recompute":
-        model.gradient_checkpointing_enable()
+        model.activation_checkpointing_enable()
     model.train() if mode != "forward" else model.eval()
     # Recompute every layer in full (PyTorch's default "early stop" skips the last products of a
     # layer whose outputs no backward formula needs, e.g. a final down projection).
