@@ -80,3 +80,21 @@ cfg = llmmath.preset("llama-65b")
 # END SOLUTION
 crossover_s = 2 * cfg.hidden_size  # SOLUTION
 crossover_s_over_h = 2  # SOLUTION
+
+# %% matmul-cost-ex-roofline
+# BEGIN SOLUTION NO PROMPT
+
+
+def first_compute_bound(gpu, precision, beta, n=8192, p=28672):
+    ridge = llmmath.ridge_point(gpu, precision)  # peak FLOP/s / HBM bytes/s
+    b = 1
+    while llmmath.arithmetic_intensity(b, n, p, beta) < ridge:
+        b += 1
+    return b
+
+
+# END SOLUTION
+intensity_b1 = llmmath.arithmetic_intensity(1, 8192, 28672, 2)  # SOLUTION
+batch_h100 = first_compute_bound("H100", "bf16_tensor", 2)  # SOLUTION
+batch_mi300x = first_compute_bound("MI300X", "bf16_tensor", 2)  # SOLUTION
+batch_h100_fp8 = first_compute_bound("H100", "fp8_tensor", 1)  # SOLUTION

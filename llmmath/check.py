@@ -294,6 +294,21 @@ def _llama65_crossover() -> float:
     return proj_per_token / attn_per_token2
 
 
+def _up_proj_intensity(b: int, beta: float) -> float:
+    from .matmul import arithmetic_intensity
+
+    return arithmetic_intensity(b, 8192, 28672, beta)
+
+
+def _first_compute_bound(gpu: str, precision: str, beta: float) -> int:
+    from .hardware import ridge_point
+
+    b, ridge = 1, ridge_point(gpu, precision)
+    while _up_proj_intensity(b, beta) < ridge:
+        b += 1
+    return b
+
+
 def _llama65_h() -> int:
     from .presets import preset
 
@@ -354,6 +369,20 @@ _MATMUL = [
                  "Q, K, V, O projections", _llama65_crossover, rtol=1e-9),
             Part("crossover_s_over_h", "that length divided by the hidden size h",
                  lambda: _llama65_crossover() / _llama65_h(), rtol=1e-9),
+        ),
+    ),
+    Exercise(
+        "matmul-cost-ex-roofline", "matmul-cost-roofline", "Arithmetic intensity and the roofline",
+        "b tokens times an 8192 x 28672 weight (Llama-3-70B's up-projection).",
+        (
+            Part("intensity_b1", "arithmetic intensity in FLOPs per byte at b = 1 in BF16 (2 bytes per value)",
+                 lambda: _up_proj_intensity(1, 2), rtol=1e-9),
+            Part("batch_h100", "smallest b that is compute-bound on an H100 (dense BF16)",
+                 lambda: _first_compute_bound("H100", "bf16_tensor", 2)),
+            Part("batch_mi300x", "smallest b that is compute-bound on an MI300X (dense BF16)",
+                 lambda: _first_compute_bound("MI300X", "bf16_tensor", 2)),
+            Part("batch_h100_fp8", "smallest b that is compute-bound on an H100 with FP8 values (1 byte) at "
+                 "the FP8 peak", lambda: _first_compute_bound("H100", "fp8_tensor", 1)),
         ),
     ),
 ]

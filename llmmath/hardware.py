@@ -1,16 +1,18 @@
 """Accelerators as data: peak FLOP/s, memory, memory bandwidth and interconnects, each sourced.
 
-Every figure is the vendor's data sheet value (the ``source`` field is a key of the book's
-``references.bib``). Peak FLOP/s are **dense**: where a data sheet's headline tensor figure
-assumes 2:4 structured sparsity (NVIDIA since A100, AMD for MI300X) the dense value, half of it,
-is stored and the ``note`` says so. Bandwidths are bytes per second; link bandwidths are **per
-accelerator and per direction** (a data sheet's "900 GB/s NVLink" counts both directions: 450 GB/s
-each way). Memory capacity is the data sheet's figure in decimal bytes (``80 GB`` -> ``80e9``),
-which is a little less than the ``81,920 MiB`` ``nvidia-smi`` shows for an 80 GB part: the
-conservative reading for "does it fit".
+Every figure is the vendor's published value (the ``source`` field is a key of the book's
+``references.bib``; ``note`` says where a value comes from another page of the same vendor).
+Peak FLOP/s are **dense**: where a data sheet's headline tensor figure assumes 2:4 structured
+sparsity (NVIDIA since A100, AMD for MI300X) the dense value, half of it, is stored and the
+``note`` says so; TPUs have no sparsity mode. Bandwidths are bytes per second; link bandwidths are
+**per accelerator and per direction** (a data sheet's "900 GB/s NVLink" counts both directions:
+450 GB/s each way). Memory capacity is the data sheet's figure in decimal bytes (``80 GB`` ->
+``80e9``), which is a little less than the ``81,920 MiB`` ``nvidia-smi`` shows for an 80 GB part:
+the conservative reading for "does it fit". Link latencies are assumptions (the alpha of an
+alpha-beta model), not data-sheet figures.
 
-Used from chapter :doc:`/chapters/matmul-cost` (the roofline) on, and in
-:doc:`/chapters/transformer-flops`.
+Used from chapter :doc:`/chapters/matmul-cost` (the roofline) on, in
+:doc:`/chapters/transformer-flops` and in :doc:`/chapters/serving`.
 """
 
 from __future__ import annotations
@@ -79,7 +81,8 @@ _US = 1e-6
 
 #: Latency assumptions of the alpha-beta model (per message): a few microseconds within an
 #: NVLink domain, about ten across an InfiniBand/RoCE fabric (typical nccl-tests small-message
-#: figures; they matter only for small messages).
+#: figures; they matter only for small messages). kipply's inference arithmetic assumes 8 us per
+#: NVLink message, after a V100 measurement.
 _NVLINK_LATENCY, _NET_LATENCY = 3 * _US, 10 * _US
 
 
@@ -95,6 +98,20 @@ def _net(gbit: int, kind: str = "InfiniBand NDR") -> Link:
 
 _HDR, _NDR = _net(200, "InfiniBand HDR"), _net(400)
 
+#: The H100 SXM5's dense tensor FLOP/s (Table 3 of the H100 whitepaper; the data sheets print the
+#: 2:4-sparse values 1,979 TFLOP/s BF16 and 3,958 FP8/INT8, and 34/67/67 for FP64/FP64 tensor/FP32).
+_HOPPER_SXM = MappingProxyType({
+    "fp64": 33.5 * _T, "fp64_tensor": 66.9 * _T, "fp32": 66.9 * _T, "tf32_tensor": 494.7 * _T,
+    "fp16_tensor": 989.4 * _T, "bf16_tensor": 989.4 * _T, "fp8_tensor": 1978.9 * _T, "int8_tensor": 1978.9 * _T,
+})
+
+#: The A100's FLOP/s (dense; the data sheet prints each tensor figure dense and, starred, with 2:4
+#: sparsity: 312/624 TFLOP/s BF16, 156/312 TF32, 624/1,248 TOPS INT8).
+_AMPERE = MappingProxyType({
+    "fp64": 9.7 * _T, "fp64_tensor": 19.5 * _T, "fp32": 19.5 * _T, "tf32_tensor": 156 * _T,
+    "fp16_tensor": 312 * _T, "bf16_tensor": 312 * _T, "int8_tensor": 624 * _T,
+})
+
 #: The accelerators llmmath knows, by key. Precisions an accelerator lacks are absent.
 GPUS: Mapping[str, Accelerator] = MappingProxyType(
     {
@@ -103,38 +120,27 @@ GPUS: Mapping[str, Accelerator] = MappingProxyType(
             peak_flops=MappingProxyType({"fp64": 7.8 * _T, "fp32": 15.7 * _T, "fp16_tensor": 125 * _T}),
             source="nvidia2017v100", memory_bytes=32 * _GB, memory_bandwidth=900 * _GB,
             scale_up=_nvlink(2, 300), scale_out=_net(100, "InfiniBand EDR"), domain_size=8,
-            note="Volta tensor cores: FP16 inputs only (no BF16, no TF32)",
+            note="Volta tensor cores: FP16 inputs only (no BF16, no TF32); FLOP/s at the 1,530 MHz "
+                 "boost clock (whitepaper Table 1); the 32 GB module came in 2018 (whitepaper: 16 GB)",
         ),
         "A100-40GB": Accelerator(
-            name="A100 SXM4 40 GB",
-            peak_flops=MappingProxyType({
-                "fp64": 9.7 * _T, "fp64_tensor": 19.5 * _T, "fp32": 19.5 * _T, "tf32_tensor": 156 * _T,
-                "fp16_tensor": 312 * _T, "bf16_tensor": 312 * _T, "int8_tensor": 624 * _T,
-            }),
+            name="A100 SXM4 40 GB", peak_flops=_AMPERE,
             source="nvidia2020a100", memory_bytes=40 * _GB, memory_bandwidth=1555 * _GB,
             scale_up=_nvlink(3, 600), scale_out=_HDR, domain_size=8,
-            note="dense values; the data sheet's 624 TFLOP/s BF16 assumes 2:4 sparsity",
+            note="dense values; the sheet also prints 2:4-sparse ones, twice these (624 TFLOP/s BF16)",
         ),
         "A100": Accelerator(
-            name="A100 SXM4 80 GB",
-            peak_flops=MappingProxyType({
-                "fp64": 9.7 * _T, "fp64_tensor": 19.5 * _T, "fp32": 19.5 * _T, "tf32_tensor": 156 * _T,
-                "fp16_tensor": 312 * _T, "bf16_tensor": 312 * _T, "int8_tensor": 624 * _T,
-            }),
-            source="nvidia2020a100", memory_bytes=80 * _GB, memory_bandwidth=2039 * _GB,
+            name="A100 SXM4 80 GB", peak_flops=_AMPERE,
+            source="nvidia2021a100", memory_bytes=80 * _GB, memory_bandwidth=2039 * _GB,
             scale_up=_nvlink(3, 600), scale_out=_HDR, domain_size=8,
-            note="dense values; the data sheet's 624 TFLOP/s BF16 assumes 2:4 sparsity",
+            note="dense values; the sheet also prints 2:4-sparse ones, twice these (624 TFLOP/s BF16)",
         ),
         "H100": Accelerator(
-            name="H100 SXM5 80 GB",
-            peak_flops=MappingProxyType({
-                "fp64": 33.5 * _T, "fp64_tensor": 66.9 * _T, "fp32": 66.9 * _T, "tf32_tensor": 494.7 * _T,
-                "fp16_tensor": 989.4 * _T, "bf16_tensor": 989.4 * _T, "fp8_tensor": 1978.9 * _T,
-                "int8_tensor": 1978.9 * _T,
-            }),
+            name="H100 SXM5 80 GB", peak_flops=_HOPPER_SXM,
             source="nvidia2022h100", memory_bytes=80 * _GB, memory_bandwidth=3350 * _GB,
             scale_up=_nvlink(4, 900), scale_out=_NDR, domain_size=8,
-            note="dense values; the data sheet's 1979 TFLOP/s BF16 assumes 2:4 sparsity",
+            note="dense values; the data sheet's headline 1,979 TFLOP/s BF16 assumes 2:4 sparsity; "
+                 "3.35 TB/s as the data sheet prints it (whitepaper: 3,352 GB/s, preliminary)",
         ),
         "H100-PCIe": Accelerator(
             name="H100 PCIe 80 GB",
@@ -146,18 +152,15 @@ GPUS: Mapping[str, Accelerator] = MappingProxyType(
             source="nvidia2022h100", memory_bytes=80 * _GB, memory_bandwidth=2000 * _GB,
             scale_up=Link("NVLink bridge (pairs)", 300 * _GB, _NVLINK_LATENCY, "data sheet: 600 GB/s total"),
             scale_out=_NDR, domain_size=2,
-            note="dense values; the data sheet's 1513 TFLOP/s BF16 assumes 2:4 sparsity",
+            note="dense values (whitepaper Table 3); the data sheet prints the 2:4-sparse ones, "
+                 "1,513 TFLOP/s BF16 and 3,026 FP8, and rounds FP64/FP32 to 26/51",
         ),
         "H200": Accelerator(
-            name="H200 SXM 141 GB",
-            peak_flops=MappingProxyType({
-                "fp64": 33.5 * _T, "fp64_tensor": 66.9 * _T, "fp32": 66.9 * _T, "tf32_tensor": 494.7 * _T,
-                "fp16_tensor": 989.4 * _T, "bf16_tensor": 989.4 * _T, "fp8_tensor": 1978.9 * _T,
-                "int8_tensor": 1978.9 * _T,
-            }),
+            name="H200 SXM 141 GB", peak_flops=_HOPPER_SXM,
             source="nvidia2024h200", memory_bytes=141 * _GB, memory_bandwidth=4800 * _GB,
             scale_up=_nvlink(4, 900), scale_out=_NDR, domain_size=8,
-            note="the H100's compute with more and faster memory; dense values (sheet: sparse)",
+            note="the H100 SXM5's compute (the H200 sheet prints the same rounded, sparse figures: "
+                 "1,979 TFLOP/s BF16 with sparsity) with more and faster memory",
         ),
         "B200": Accelerator(
             name="B200 (HGX B200) 180 GB",
@@ -167,7 +170,8 @@ GPUS: Mapping[str, Accelerator] = MappingProxyType(
             }),
             source="nvidia2024b200", memory_bytes=180 * _GB, memory_bandwidth=7700 * _GB,
             scale_up=_nvlink(5, 1800), scale_out=_NDR, domain_size=8,
-            note="per GPU of an HGX B200 (8 GPUs); dense values (the sheet's headlines assume 2:4 sparsity)",
+            note="per GPU of an HGX B200 (8 GPUs, 1,000 W); dense values: the sheet's tensor headlines "
+                 "(4.5 PFLOP/s BF16, 9 FP8 per GPU) assume 2:4 sparsity; DGX B200 lists 64 TB/s per 8 GPUs",
         ),
         "MI300X": Accelerator(
             name="AMD Instinct MI300X 192 GB",
@@ -177,28 +181,34 @@ GPUS: Mapping[str, Accelerator] = MappingProxyType(
                 "int8_tensor": 2614.9 * _T,
             }),
             source="amd2023mi300x", memory_bytes=192 * _GB, memory_bandwidth=5300 * _GB,
-            scale_up=Link("AMD Infinity Fabric (7 links)", 448 * _GB, _NVLINK_LATENCY,
-                          "data sheet: 896 GB/s total peer bandwidth, both directions"),
+            scale_up=Link("AMD Infinity Fabric (7 links, full mesh)", 448 * _GB, _NVLINK_LATENCY,
+                          "7 links of 128 GB/s (64 each way) to the 7 peers, 896 GB/s in total both "
+                          "directions; one peer gets 64 GB/s each way"),
             scale_out=_net(400, "RoCE/Ethernet"), domain_size=8,
-            note="dense values; the sheet's sparse figures are twice these",
+            note="dense values (AMD's ROCm table); the data sheet's sparse figures are twice these",
         ),
         "TPU-v5e": Accelerator(
             name="Google TPU v5e",
-            peak_flops=MappingProxyType({"bf16_tensor": 197 * _T, "int8_tensor": 394 * _T}),
+            peak_flops=MappingProxyType({"bf16_tensor": 197 * _T, "int8_tensor": 393 * _T}),
             source="google2023tpuv5e", memory_bytes=16 * _GB, memory_bandwidth=819 * _GB,
-            scale_up=Link("ICI (2D torus)", 1600 / 8 / 2 * _GB, _NVLINK_LATENCY,
-                          "data sheet: 1,600 Gb/s inter-chip interconnect per chip, both directions"),
-            scale_out=Link("data-center network (DCN)", 200 / 8 / 2 * _GB, _NET_LATENCY, "assumed"),
+            scale_up=Link("ICI (2D torus, 4 ports)", 200 * _GB, _NVLINK_LATENCY,
+                          "data sheet: 400 GB/s per chip both directions (older page: 1,600 Gb/s)"),
+            scale_out=Link("data-center network (DCN)", 25 / 8 * _GB, _NET_LATENCY,
+                           "data sheet: 2 x 100 Gb/s NICs per host of 8 chips"),
             domain_size=256,
+            note="no sparsity; the newer page prints the bandwidth as '800 GiBps', the chip table 819 GBps",
         ),
         "TPU-v5p": Accelerator(
             name="Google TPU v5p",
             peak_flops=MappingProxyType({"bf16_tensor": 459 * _T, "int8_tensor": 918 * _T}),
             source="google2023tpuv5p", memory_bytes=95 * _GB, memory_bandwidth=2765 * _GB,
-            scale_up=Link("ICI (3D torus)", 4800 / 8 / 2 * _GB, _NVLINK_LATENCY,
-                          "data sheet: 4,800 Gb/s inter-chip interconnect per chip, both directions"),
-            scale_out=Link("data-center network (DCN)", 200 / 8 / 2 * _GB, _NET_LATENCY, "assumed"),
+            scale_up=Link("ICI (3D torus, 6 ports)", 600 * _GB, _NVLINK_LATENCY,
+                          "data sheet: 1,200 GB/s per chip both directions (older page: 4,800 Gb/s)"),
+            scale_out=Link("data-center network (DCN)", 50 / 8 * _GB, _NET_LATENCY,
+                           "data sheet: 50 Gb/s per chip"),
             domain_size=8960,
+            note="no sparsity; 95 GB as the chip table prints it (the newer table says 95 GiB); "
+                 "int8 918 TOPS from Google's announcement (the table lists BF16 and FP8, 459 each)",
         ),
     }
 )

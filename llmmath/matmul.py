@@ -22,7 +22,9 @@ __all__ = [
     "counted_matmul",
     "chain_flops",
     "optimal_chain_order",
+    "arithmetic_intensity",
     "measure_matmul_flops_per_second",
+    "measure_memory_bandwidth",
 ]
 
 
@@ -186,40 +188,96 @@ def optimal_chain_order(dims: Sequence[int]) -> tuple[int, object]:
     return best[(0, k - 1)]
 
 
-def measure_matmul_flops_per_second(
-    n: int = 512, repeats: int = 5, seed: int = 0, min_time: float = 1e-3, max_calls: int = 1_000_000
-) -> float:
-    """Measured FLOP/s of ``numpy`` on an ``n x n`` by ``n x n`` float64 product.
+def arithmetic_intensity(m: int, n: int, p: int, bytes_per_value: float = 2) -> float:
+    """FLOPs per byte of ``(m x n) @ (n x p)`` when each operand is read once and the result
+    written once: ``2 m n p / ((m n + n p + m p) * bytes_per_value)``.
 
-    Each of ``repeats`` measurements runs the product ``k`` times in a row, until the clock
-    (``time.perf_counter``) has advanced by at least ``min_time`` seconds, and takes
-    ``elapsed / k`` as the time of one product; the result is ``2 n^3`` divided by the best of
-    these. A coarse clock (browsers deliberately reduce the resolution of their timers) then
-    still yields a finite rate instead of a division by zero; a clock that does not advance within
-    ``max_calls`` products raises ``RuntimeError``. Machine-dependent by nature: an illustration,
-    never a number the book's tests compare. Derived in chapter :doc:`/chapters/matmul-cost`.
+    The numerator is :func:`matmul_flops`; the denominator the bytes that must cross the memory
+    bus at least once (``A``, ``B`` and ``C``, ``bytes_per_value`` each: 2 for 16-bit, 1 for
+    8-bit, 0.5 for 4-bit values). For a batch of ``b`` tokens through a square ``h x h`` weight,
+    ``2 b h^2 / ((2 b h + h^2) * 2) -> b`` for ``b << h``: the intensity grows with the batch,
+    which is why decoding one token at a time is memory-bound. Derived in chapter
+    :doc:`/chapters/matmul-cost`.
     """
-    n = check_int("n", n)
-    repeats = check_int("repeats", repeats)
-    seed = check_int("seed", seed, minimum=0)
-    min_time = check_positive("min_time", min_time)
-    max_calls = check_int("max_calls", max_calls)
-    rng = np.random.default_rng(seed)
-    a, b = rng.standard_normal((n, n)), rng.standard_normal((n, n))
+    flops = matmul_flops(m, n, p)
+    bytes_per_value = check_positive("bytes_per_value", bytes_per_value)
+    return flops / ((m * n + n * p + m * p) * bytes_per_value)
+
+
+def _best_seconds(run, repeats: int, min_time: float, max_calls: int) -> float:
+    """The best of ``repeats`` measurements of one call of ``run``: each runs it ``k`` times in a
+    row until ``time.perf_counter`` has advanced by at least ``min_time`` and takes
+    ``elapsed / k``; a clock that does not advance within ``max_calls`` calls raises
+    ``RuntimeError``."""
     best = float("inf")
     for _ in range(repeats):
         calls = 0
         start = time.perf_counter()
         while True:
-            a @ b
+            run()
             calls += 1
             elapsed = time.perf_counter() - start
             if elapsed >= min_time:
                 break
             if calls >= max_calls:
                 raise RuntimeError(
-                    f"the clock advanced by only {elapsed!r} s in {calls} products; it is too coarse to "
+                    f"the clock advanced by only {elapsed!r} s in {calls} calls; it is too coarse to "
                     f"time them (raise max_calls or lower min_time, now {min_time!r} s)"
                 )
         best = min(best, elapsed / calls)
-    return matmul_flops(n, n, n) / best
+    return best
+
+
+def _check_timing(repeats: int, seed: int, min_time: float, max_calls: int) -> tuple[int, int, float, int]:
+    return (check_int("repeats", repeats), check_int("seed", seed, minimum=0),
+            check_positive("min_time", min_time), check_int("max_calls", max_calls))
+
+
+# The floating-point types the measuring functions accept.
+_MEASURE_DTYPES = ("float32", "float64")
+
+
+def measure_matmul_flops_per_second(
+    n: int = 512, repeats: int = 5, seed: int = 0, min_time: float = 1e-3, max_calls: int = 1_000_000,
+    *, m: int | None = None, p: int | None = None, dtype: str = "float64",
+) -> float:
+    """Measured FLOP/s of ``numpy`` on an ``m x n`` by ``n x p`` product (``m = p = n`` unless
+    given) of ``dtype`` (``float64`` or ``float32``).
+
+    Each of ``repeats`` measurements runs the product ``k`` times in a row, until the clock
+    (``time.perf_counter``) has advanced by at least ``min_time`` seconds, and takes
+    ``elapsed / k`` as the time of one product; the result is ``2 m n p`` divided by the best of
+    these. A coarse clock (browsers deliberately reduce the resolution of their timers) then
+    still yields a finite rate instead of a division by zero; a clock that does not advance within
+    ``max_calls`` products raises ``RuntimeError``. Machine-dependent by nature: an illustration,
+    never a number the book's tests compare. Derived in chapter :doc:`/chapters/matmul-cost`.
+    """
+    n = check_int("n", n)
+    m = n if m is None else check_int("m", m)
+    p = n if p is None else check_int("p", p)
+    repeats, seed, min_time, max_calls = _check_timing(repeats, seed, min_time, max_calls)
+    check_choice("dtype", dtype, _MEASURE_DTYPES)
+    rng = np.random.default_rng(seed)
+    a, b = rng.standard_normal((m, n)).astype(dtype), rng.standard_normal((n, p)).astype(dtype)
+    out = np.empty((m, p), dtype=dtype)
+    best = _best_seconds(lambda: np.matmul(a, b, out=out), repeats, min_time, max_calls)
+    return matmul_flops(m, n, p) / best
+
+
+def measure_memory_bandwidth(
+    n_bytes: int = 2**27, repeats: int = 5, seed: int = 0, min_time: float = 1e-3, max_calls: int = 1_000_000,
+) -> float:
+    """Measured read bandwidth of main memory in bytes/s: ``n_bytes`` divided by the best time of
+    summing a float64 array of ``n_bytes`` (a read-only stream, like the weight matrix a
+    matrix-vector product streams through).
+
+    Pick ``n_bytes`` well above the last-level cache (the default is 128 MiB) or the result is a
+    cache bandwidth. Timing as in :func:`measure_matmul_flops_per_second`. Machine-dependent: an
+    illustration, never a number the book's tests compare. Derived in chapter
+    :doc:`/chapters/matmul-cost`.
+    """
+    n_bytes = check_int("n_bytes", n_bytes, minimum=8)
+    repeats, seed, min_time, max_calls = _check_timing(repeats, seed, min_time, max_calls)
+    x = np.random.default_rng(seed).standard_normal(n_bytes // 8)
+    best = _best_seconds(x.sum, repeats, min_time, max_calls)
+    return x.nbytes / best

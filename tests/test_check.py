@@ -23,6 +23,15 @@ H65 = 8192  # LLaMA-65B hidden size (Touvron et al. 2023, Table 2)
 M, N, P = 4096, 11008, 11008
 
 
+def _first_b(peak: float, bandwidth: float, beta: float, n: int = 8192, p: int = 28672) -> int:
+    """First batch b at which b x n times n x p is compute-bound, from data-sheet figures typed here
+    (dense peak FLOP/s, HBM bytes/s), not from llmmath."""
+    b = 1
+    while 2 * b * n * p / ((b * n + n * p + b * p) * beta) < peak / bandwidth:
+        b += 1
+    return b
+
+
 def _zero_acc(a, b):  # the exercise's counting multiply, written independently
     m, n, p = len(a), len(b), len(b[0])
     out = [[sum(a[i][k] * b[k][j] for k in range(n)) for j in range(p)] for i in range(m)]
@@ -40,6 +49,12 @@ CORRECT = {
                                                                  + 30 * 10 * 20 + 30 * 20 * 25),
                           "dp_count": 42},
     "matmul-cost-ex-attention": {"crossover_s": 2 * H65, "crossover_s_over_h": 2},
+    # H100 SXM data sheet: 1,979 TFLOP/s BF16 and 3,958 FP8 with sparsity (dense: half), 3.35 TB/s;
+    # AMD's MI300X table: 1,307.4 TFLOP/s BF16 dense, 5.3 TB/s
+    "matmul-cost-ex-roofline": {"intensity_b1": 2 * 8192 * 28672 / ((8192 + 8192 * 28672 + 28672) * 2),
+                                "batch_h100": _first_b(1978.9e12 / 2, 3.35e12, 2),
+                                "batch_mi300x": _first_b(1307.4e12, 5.3e12, 2),
+                                "batch_h100_fp8": _first_b(3957.8e12 / 2, 3.35e12, 1)},
 }
 
 
