@@ -1,0 +1,999 @@
+"""Splitting a training step across GPUs: collectives, per-GPU memory, communication, pipeline
+bubbles, step time, and a search over layouts.
+
+A *layout* (:class:`Layout`) fixes the degrees of the five kinds of parallelism: tensor ``t``
+(``tp``), pipeline ``p`` (``pp``), data ``d`` (``dp``), context ``c`` (``cp``) and expert ``e``
+(``ep``, a subgroup of the data-parallel ranks); the GPU count is ``n = t p d c``. Every function
+below is a formula or a counting procedure over what one GPU holds and sends; the conventions are
+Megatron-LM's (Shoeybi et al. 2019, Narayanan et al. 2021, Korthikanti et al. 2023) unless a
+docstring says otherwise. Bytes are exact integers where the count is exact; times are floats.
+Derived in chapter :doc:`/chapters/parallelism`.
+
+Symbols: ``M`` message bytes, ``n`` group size, ``alpha`` link latency, ``beta`` link bandwidth
+(bytes/s per direction), ``b`` micro-batch (sequences), ``m`` micro-batches per step, ``s``
+sequence length, ``v`` virtual pipeline stages per GPU, ``P`` parameters.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass, fields
+from functools import lru_cache
+from typing import Any, NamedTuple
+
+from ._validate import check_bool, check_choice, check_int, check_positive
+from .config import LayerSpec, TransformerConfig
+from .hardware import Accelerator, Link, accelerator, gpu_peak_flops
+from .memory import RECOMPUTE_MODES, activation_bytes, recompute_flops, training_state_bytes
+from .optim import OPTIMIZERS
+
+__all__ = [
+    "COLLECTIVES",
+    "COLLECTIVE_ALGORITHMS",
+    "LINKS",
+    "SCHEDULES",
+    "PARALLELISMS",
+    "MEMORY_KEYS",
+    "collective_bytes",
+    "collective_steps",
+    "collective_seconds",
+    "Layout",
+    "check_layout",
+    "fsdp_shard_numel",
+    "pipeline_stage_layers",
+    "stage_param_counts",
+    "pipeline_bubble_fraction",
+    "pipeline_in_flight",
+    "stage_activation_bytes",
+    "memory_per_stage",
+    "memory_per_gpu",
+    "Collective",
+    "step_collectives",
+    "communication_bytes",
+    "communication_seconds",
+    "dp_hiding_tokens",
+    "step_time",
+    "Plan",
+    "search_layouts",
+]
+
+#: Collectives, as PyTorch names them (``p2p``: one send of a point-to-point pair).
+COLLECTIVES: tuple[str, ...] = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "p2p")
+#: Algorithms of :func:`collective_bytes`: the bandwidth-optimal ring, and the (double binary)
+#: tree NCCL uses for all-reduce at scale.
+COLLECTIVE_ALGORITHMS: tuple[str, ...] = ("ring", "tree")
+#: Which interconnect a group uses: ``auto`` (the scale-up domain when the group fits in one),
+#: ``scale_up`` (NVLink/NVSwitch, ICI) or ``scale_out`` (InfiniBand/RoCE).
+LINKS: tuple[str, ...] = ("auto", "scale_up", "scale_out")
+#: Pipeline schedules: GPipe (all forwards, then all backwards), 1F1B (PipeDream-Flush), and
+#: interleaved 1F1B with ``virtual_stages`` model chunks per GPU (Narayanan et al. 2021).
+SCHEDULES: tuple[str, ...] = ("gpipe", "1f1b", "interleaved")
+#: The kinds of parallelism, innermost first: the order in which the ranks of a job are numbered
+#: (Megatron-LM's tp-cp-ep-dp-pp), so ``tp`` groups are consecutive GPUs.
+PARALLELISMS: tuple[str, ...] = ("tp", "cp", "ep", "dp", "pp")
+#: Keys of :func:`memory_per_gpu` (and of each entry of :func:`memory_per_stage`), bytes.
+MEMORY_KEYS: tuple[str, ...] = (
+    "parameters", "gradients", "master_weights", "master_gradients", "optimizer_states", "activations", "total",
+)
+
+# parameters, gradients (bytes per value) that travel in the data-parallel collectives, by precision
+_COMM_BYTES = {"fp32": (4, 4), "mixed": (2, 2), "mixed-fp32-grads": (2, 4), "mixed-fp32-main-grads": (2, 4)}
+_FP32 = 4
+
+
+# ---------------------------------------------------------------------------------------------
+# collectives
+# ---------------------------------------------------------------------------------------------
+
+
+def _check_collective(kind: str, n: int, algorithm: str) -> tuple[str, int, str]:
+    check_choice("kind", kind, COLLECTIVES)
+    n = check_int("n", n)
+    check_choice("algorithm", algorithm, COLLECTIVE_ALGORITHMS)
+    if algorithm == "tree" and kind != "all_reduce":
+        raise ValueError(f"algorithm='tree' is defined for kind='all_reduce' only, got kind={kind!r}")
+    if kind == "p2p" and n != 2:
+        raise ValueError(f"a p2p transfer involves n=2 GPUs (a sender and a receiver), got n={n}")
+    return kind, n, algorithm
+
+
+def _check_bytes(name: str, value: Any) -> float:
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        if value < 0:
+            raise ValueError(f"{name} must be >= 0, got {value}")
+        return value
+    return check_positive(name, value, allow_zero=True)
+
+
+def collective_bytes(kind: str, n: int, message_bytes: float, algorithm: str = "ring") -> float:
+    """Bytes each of the ``n`` GPUs sends (and, by symmetry, receives) in one collective.
+
+    ``M = message_bytes`` is the size of the whole tensor: the one being summed (all-reduce), the
+    input of a reduce-scatter, the output of an all-gather, one GPU's send buffer of an
+    all-to-all (``n`` chunks of ``M/n``, one per GPU, its own included). Ring algorithm:
+
+    - all-reduce ``2 (n-1)/n M`` (a reduce-scatter followed by an all-gather);
+    - reduce-scatter, all-gather and all-to-all ``(n-1)/n M`` (each GPU passes on ``n-1`` chunks
+      of ``M/n``; in the all-to-all it sends its ``n-1`` foreign chunks directly);
+    - p2p ``M`` (``n = 2``).
+
+    ``algorithm="tree"`` (all-reduce only, NCCL's double binary tree): ``2M``, the same volume to
+    within ``2M/n``; what a tree changes is the number of latency steps
+    (:func:`collective_steps`). A hierarchical all-reduce over ``N`` nodes of ``g`` GPUs
+    (reduce-scatter in the node, all-reduce across nodes on ``M/g``, all-gather in the node) moves
+    only ``2 (N-1)/N M/g`` per GPU over the slow links. Derived in chapter :doc:`/chapters/parallelism`.
+    """
+    kind, n, algorithm = _check_collective(kind, n, algorithm)
+    M = _check_bytes("message_bytes", message_bytes)
+    if kind == "p2p":
+        return float(M)
+    if algorithm == "tree":
+        return 2.0 * M if n > 1 else 0.0
+    factor = 2 if kind == "all_reduce" else 1
+    return factor * (n - 1) * M / n
+
+
+def collective_steps(kind: str, n: int, algorithm: str = "ring") -> int:
+    """Sequential message steps of one collective (each pays the link's latency ``alpha`` once).
+
+    Ring: all-reduce ``2(n-1)``; reduce-scatter, all-gather ``n-1``; all-to-all ``n-1`` (pairwise
+    exchange); p2p 1. Tree all-reduce: ``2 ceil(log2 n)`` (up the tree and down again).
+    Derived in chapter :doc:`/chapters/parallelism`.
+    """
+    kind, n, algorithm = _check_collective(kind, n, algorithm)
+    if kind == "p2p":
+        return 1
+    if algorithm == "tree":
+        return 2 * math.ceil(math.log2(n)) if n > 1 else 0
+    return (2 if kind == "all_reduce" else 1) * (n - 1)
+
+
+def _link(gpu: Accelerator, link: str, span: int) -> Link:
+    """The interconnect of a group whose ranks span ``span`` consecutive GPUs."""
+    check_choice("link", link, LINKS)
+    if link == "auto":
+        link = "scale_up" if span <= gpu.domain_size else "scale_out"
+    if link == "scale_up" and span > gpu.domain_size:
+        raise ValueError(f"link='scale_up' needs the group ({span} GPUs) to fit in one scale-up domain of "
+                         f"{gpu.domain_size} GPUs of {gpu.name}")
+    chosen = gpu.scale_up if link == "scale_up" else gpu.scale_out
+    if chosen is None:
+        raise ValueError(f"gpu {gpu.name!r} has no {link} link in llmmath.hardware")
+    return chosen
+
+
+def collective_seconds(
+    kind: str, n: int, message_bytes: float, gpu: str | Accelerator, *, link: str = "auto",
+    algorithm: str = "ring", span: int | None = None,
+) -> float:
+    """Time of one collective under the latency-bandwidth (alpha-beta) model:
+    ``steps * alpha + bytes / beta`` with ``steps`` from :func:`collective_steps`, ``bytes`` from
+    :func:`collective_bytes` and the link's per-direction bandwidth ``beta`` (full duplex: sending
+    and receiving overlap).
+
+    ``link="auto"`` picks the scale-up link (NVLink) when the group's ``span`` consecutive GPUs
+    (default ``n``: a group of neighbours) fit in one scale-up domain of ``gpu``, else the
+    scale-out network, where each GPU has its own NIC of bandwidth ``beta``.
+    Derived in chapter :doc:`/chapters/parallelism`.
+    """
+    spec = accelerator(gpu)
+    span = n if span is None else check_int("span", span)
+    chosen = _link(spec, link, span)
+    return collective_steps(kind, n, algorithm) * chosen.latency + collective_bytes(
+        kind, n, message_bytes, algorithm) / chosen.bandwidth
+
+
+# ---------------------------------------------------------------------------------------------
+# the layout
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How one training step is split: the degrees of tensor (``tp``), pipeline (``pp``), data
+    (``dp``), context (``cp``) and expert (``ep``) parallelism, and the recipe that changes what
+    each GPU holds.
+
+    - ``zero_stage`` 0-3: ZeRO's sharding of optimizer states (1), gradients (2) and parameters
+      (3, FSDP) over the ``dp * cp`` data-parallel ranks;
+    - ``sequence_parallel``: the norms and dropouts between the tensor-parallel regions split the
+      sequence over the ``tp`` ranks (Korthikanti et al.);
+    - ``recompute``: ``none``, ``selective`` (the attention core) or ``full`` (every layer);
+    - ``microbatch_size`` sequences per micro-batch and ``microbatches`` per step and data-parallel
+      rank (the global batch is ``dp * microbatch_size * microbatches`` sequences);
+    - ``schedule`` (:data:`SCHEDULES`) and ``virtual_stages`` (model chunks per GPU, interleaved
+      schedule only);
+    - ``stage_layers``: the layers of each pipeline stage (``pp * virtual_stages`` entries, stage
+      ``i`` on GPU ``i mod pp``); empty means an even split.
+
+    ``ep`` divides ``dp`` (the experts of a layer are spread over ``ep`` of the data-parallel
+    ranks; each expert is replicated on ``dp * cp / ep`` GPUs). Validated on construction; what
+    depends on the model is checked by :func:`check_layout`. Derived in chapter
+    :doc:`/chapters/parallelism`.
+    """
+
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    cp: int = 1
+    ep: int = 1
+    zero_stage: int = 0
+    sequence_parallel: bool = False
+    recompute: str = "none"
+    microbatch_size: int = 1
+    microbatches: int = 1
+    schedule: str = "1f1b"
+    virtual_stages: int = 1
+    stage_layers: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        for name in ("tp", "pp", "dp", "cp", "ep", "microbatch_size", "microbatches", "virtual_stages"):
+            check_int(name, getattr(self, name))
+        check_int("zero_stage", self.zero_stage, minimum=0, maximum=3)
+        check_bool("sequence_parallel", self.sequence_parallel)
+        check_choice("recompute", self.recompute, RECOMPUTE_MODES)
+        check_choice("schedule", self.schedule, SCHEDULES)
+        if self.dp % self.ep:
+            raise ValueError(f"ep={self.ep} must divide dp={self.dp} (expert parallelism splits the "
+                             "data-parallel ranks)")
+        _check_schedule(self.pp, self.microbatches, self.schedule, self.virtual_stages)
+        if not isinstance(self.stage_layers, tuple):
+            raise TypeError(f"stage_layers must be a tuple of ints, got {type(self.stage_layers).__name__}")
+        if self.stage_layers:
+            if len(self.stage_layers) != self.pp * self.virtual_stages:
+                raise ValueError(f"stage_layers must have pp * virtual_stages = {self.pp * self.virtual_stages} "
+                                 f"entries, got {len(self.stage_layers)}")
+            for i, n in enumerate(self.stage_layers):
+                check_int(f"stage_layers[{i}]", n, minimum=0)
+
+    @property
+    def n_gpus(self) -> int:
+        """``tp * pp * dp * cp``."""
+        return self.tp * self.pp * self.dp * self.cp
+
+    @property
+    def global_batch(self) -> int:
+        """Sequences per optimizer step, ``dp * microbatch_size * microbatches``."""
+        return self.dp * self.microbatch_size * self.microbatches
+
+    @classmethod
+    def for_gpus(cls, n_gpus: int, **kwargs: Any) -> Layout:
+        """The layout on ``n_gpus`` GPUs whose ``dp`` is what ``tp * pp * cp`` leaves:
+        ``dp = n_gpus / (tp pp cp)`` (which must be an integer)."""
+        n = check_int("n_gpus", n_gpus)
+        if "dp" in kwargs:
+            raise TypeError("for_gpus derives dp; pass tp, pp, cp (and the rest) only")
+        inner = kwargs.get("tp", 1) * kwargs.get("pp", 1) * kwargs.get("cp", 1)
+        if n % inner:
+            raise ValueError(f"tp * pp * cp = {inner} must divide n_gpus = {n}")
+        return cls(dp=n // inner, **kwargs)
+
+    def replace(self, **changes: Any) -> Layout:
+        """A copy with some fields changed (validated again)."""
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        values.update(changes)
+        return Layout(**values)
+
+
+def _check_schedule(pp: int, microbatches: int, schedule: str, virtual_stages: int) -> None:
+    if virtual_stages > 1 and schedule != "interleaved":
+        raise ValueError(f"virtual_stages={virtual_stages} needs schedule='interleaved', got {schedule!r}")
+    if schedule == "1f1b" and microbatches < pp:
+        raise ValueError(f"schedule='1f1b' needs microbatches >= pp (PyTorch's Schedule1F1B requires it): "
+                         f"microbatches={microbatches}, pp={pp}")
+    if schedule == "interleaved" and microbatches % pp:
+        raise ValueError(f"schedule='interleaved' needs pp={pp} to divide microbatches={microbatches} "
+                         "(Megatron-LM's interleaved schedule)")
+
+
+def _check_cfg(cfg: Any) -> TransformerConfig:
+    if not isinstance(cfg, TransformerConfig):
+        raise TypeError(f"cfg must be a TransformerConfig, got {type(cfg).__name__}")
+    return cfg
+
+
+def _check_layout_type(layout: Any) -> Layout:
+    if not isinstance(layout, Layout):
+        raise TypeError(f"layout must be a Layout, got {type(layout).__name__}")
+    return layout
+
+
+def check_layout(cfg: TransformerConfig, layout: Layout, seq: int | None = None) -> None:
+    """Raise ``ValueError`` if ``layout`` cannot split ``cfg`` (and sequences of ``seq`` tokens).
+
+    Tensor parallelism splits heads, key/value heads and the MLP widths (``tp`` must divide
+    ``n_heads``, ``n_kv_heads``, ``ffn_size``, ``expert_ffn_size`` and ``shared_ffn_size``); expert
+    parallelism splits the experts (``ep`` divides ``n_experts``) and needs sequence parallelism
+    when ``tp > 1`` (Megatron-LM's rule: the token dispatcher takes the sequence shards); the
+    pipeline splits the layers (``pp * virtual_stages`` divides ``n_layers`` unless
+    ``stage_layers`` says how, and then they sum to ``n_layers``); context parallelism splits the
+    sequence into ``2 cp`` chunks (``2 cp`` divides ``seq``, and ``tp`` divides ``seq / cp`` with
+    sequence parallelism). Encoder-decoders are not supported. Derived in chapter
+    :doc:`/chapters/parallelism`.
+    """
+    cfg, layout = _check_cfg(cfg), _check_layout_type(layout)
+    if cfg.is_encoder_decoder:
+        raise ValueError(f"{cfg.name!r} is an encoder-decoder; the parallel layouts cover one stack of layers")
+    t = layout.tp
+    dims = [("n_heads", cfg.n_heads), ("n_kv_heads", cfg.n_kv_heads), ("ffn_size", cfg.ffn_size)]
+    if cfg.is_moe:
+        dims.append(("expert_ffn_size", cfg.expert_ffn_size))
+        if cfg.shared_ffn_size:
+            dims.append(("shared_ffn_size", cfg.shared_ffn_size))
+    for name, dim in dims:
+        if dim % t:
+            raise ValueError(f"tp={t} must divide {name}={dim}")
+    if layout.ep > 1:
+        if not cfg.is_moe:
+            raise ValueError(f"ep={layout.ep} needs a mixture of experts; {cfg.name!r} has none")
+        if cfg.n_experts % layout.ep:
+            raise ValueError(f"ep={layout.ep} must divide n_experts={cfg.n_experts}")
+        if t > 1 and not layout.sequence_parallel:
+            raise ValueError("ep > 1 with tp > 1 needs sequence_parallel=True (Megatron-LM's rule)")
+    chunks = layout.pp * layout.virtual_stages
+    if layout.stage_layers:
+        if sum(layout.stage_layers) != cfg.n_layers:
+            raise ValueError(f"stage_layers must sum to n_layers={cfg.n_layers}, got {sum(layout.stage_layers)}")
+    elif cfg.n_layers % chunks:
+        raise ValueError(f"pp * virtual_stages = {chunks} must divide n_layers={cfg.n_layers} "
+                         "(or give stage_layers)")
+    if seq is not None:
+        s = check_int("seq", seq)
+        if layout.cp > 1 and s % (2 * layout.cp):
+            raise ValueError(f"cp={layout.cp} splits the sequence into 2 cp chunks: 2 * cp must divide seq={s}")
+        if layout.sequence_parallel and (s // layout.cp) % t:
+            raise ValueError(f"sequence_parallel needs tp={t} to divide seq / cp = {s // layout.cp}")
+
+
+# ---------------------------------------------------------------------------------------------
+# what each GPU holds
+# ---------------------------------------------------------------------------------------------
+
+
+def fsdp_shard_numel(shape: tuple[int, ...], n: int, rank: int | None = None) -> int:
+    """Elements of one parameter of ``shape`` that a rank of PyTorch's FSDP2 (``fully_shard``)
+    holds: the parameter is cut along dimension 0 into chunks of ``ceil(d0 / n)`` rows
+    (``torch.chunk``), so rank ``r`` holds ``min(ceil(d0/n), max(0, d0 - r ceil(d0/n)))`` rows of
+    ``prod(shape[1:])`` elements; ``rank=None`` returns the *padded* shard every rank allocates,
+    ``ceil(d0/n) prod(shape[1:])``. ZeRO and FSDP1 flatten all parameters first and pad once
+    (``ceil(P/n)``, see :func:`llmmath.memory.training_state_bytes`); FSDP2 pads every parameter.
+    Derived in chapter :doc:`/chapters/parallelism`.
+    """
+    if not isinstance(shape, tuple) or not shape:
+        raise TypeError(f"shape must be a non-empty tuple of ints, got {shape!r}")
+    dims = [check_int(f"shape[{i}]", d) for i, d in enumerate(shape)]
+    n = check_int("n", n)
+    rest = math.prod(dims[1:])
+    chunk = -(-dims[0] // n)
+    if rank is None:
+        return chunk * rest
+    r = check_int("rank", rank, minimum=0, maximum=n - 1)
+    return min(chunk, max(0, dims[0] - r * chunk)) * rest
+
+
+def pipeline_stage_layers(cfg: TransformerConfig, layout: Layout) -> tuple[tuple[int, ...], ...]:
+    """The layer indices each of the ``pp`` pipeline GPUs holds, in execution order.
+
+    The ``pp * v`` model chunks take ``stage_layers`` layers each (an even split by default);
+    chunk ``k`` lives on GPU ``k mod pp`` (interleaving: GPU 0 holds chunks ``0, pp, 2pp, ...``).
+    Derived in chapter :doc:`/chapters/parallelism`.
+    """
+    check_layout(cfg, layout)
+    return _stage_layers(cfg.n_layers, layout.pp, layout.virtual_stages, layout.stage_layers)
+
+
+@lru_cache(maxsize=256)
+def _stage_layers(n_layers: int, pp: int, v: int, stage_layers: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
+    chunks = pp * v
+    sizes = stage_layers or (n_layers // chunks,) * chunks
+    starts = [sum(sizes[:k]) for k in range(chunks)]
+    return tuple(tuple(i for k in range(r, chunks, pp) for i in range(starts[k], starts[k] + sizes[k]))
+                 for r in range(pp))
+
+
+@lru_cache(maxsize=64)
+def _specs(cfg: TransformerConfig) -> tuple[LayerSpec, ...]:
+    return cfg.layers
+
+
+@lru_cache(maxsize=1024)
+def _spec_counts(cfg: TransformerConfig, layers: tuple[int, ...]) -> dict[LayerSpec, int]:
+    specs = _specs(cfg)
+    out: dict[LayerSpec, int] = {}
+    for i in layers:
+        out[specs[i]] = out.get(specs[i], 0) + 1
+    return out
+
+
+def _vocab_shard(cfg: TransformerConfig, t: int) -> int:
+    return -(-cfg.vocab_size // t)
+
+
+@lru_cache(maxsize=256)
+def _layer_params_per_gpu(cfg: TransformerConfig, spec: LayerSpec, t: int, ep: int) -> tuple[int, int]:
+    """(non-expert, routed-expert) parameters of one layer on one GPU under Megatron-LM's tensor
+    parallelism ``t`` and expert parallelism ``ep``."""
+    from .params import _attention, _mlp_weights, _norm_size
+
+    h = cfg.hidden_size
+    w, b, qk = _attention(cfg)
+    if cfg.kv_lora_rank:  # MLA: the down projections and their norms are replicated
+        rep = h * (cfg.kv_lora_rank + cfg.rope_head_dim) + h * cfg.q_lora_rank
+        attn = (w - rep) // t + rep + b + qk
+    else:
+        qkv_bias = b - h * cfg.out_bias
+        qk_part = qk // t if cfg.qk_norm == "full" else qk
+        attn = w // t + qkv_bias // t + h * cfg.out_bias + qk_part
+    norms = cfg.norms_per_layer * _norm_size(cfg)
+    n_in = 2 if cfg.ffn_kind == "gated" else 1
+
+    def mlp(width: int) -> int:
+        weights, _ = _mlp_weights(cfg, width, False)
+        return weights // t + ((n_in * width // t + h) if cfg.mlp_bias else 0)
+
+    if spec.mlp == "dense":
+        return attn + norms + mlp(cfg.ffn_size), 0
+    router = h * cfg.n_experts + cfg.n_experts * cfg.router_bias + h * cfg.shared_expert_gate
+    shared = mlp(cfg.shared_ffn_size) if cfg.shared_ffn_size else 0
+    return attn + norms + router + shared, cfg.n_experts // ep * mlp(cfg.expert_ffn_size)
+
+
+def stage_param_counts(cfg: TransformerConfig, layout: Layout) -> list[dict[str, int]]:
+    """Parameters on one GPU of each pipeline stage: ``{"dense": ..., "expert": ...}`` per stage.
+
+    Megatron-LM's split: tensor parallelism divides every weight matrix of attention and MLP by
+    ``t`` (column-parallel Q, K, V and first MLP matrices with their biases; row-parallel output
+    and second MLP matrices, whose biases are replicated), and the vocabulary of the embedding and
+    output matrices (``ceil(V/t) e`` each; Megatron-LM pads ``V`` further to a multiple of
+    ``128 t``); norms, routers and learned position embeddings are replicated; MLA's two down
+    projections and their norms are replicated. Expert parallelism gives each GPU
+    ``n_experts / ep`` routed experts (``expert``), each split by ``t``. The first stage holds the
+    embeddings, the last the final norm, the output matrix (a second copy of a tied embedding when
+    ``pp > 1``) and a pooler. Derived in chapter :doc:`/chapters/parallelism`.
+    """
+    check_layout(cfg, layout)
+    return [dict(d) for d in _stage_params(cfg, layout.tp, layout.ep, layout.pp, layout.virtual_stages,
+                                           layout.stage_layers)]
+
+
+@lru_cache(maxsize=1024)
+def _stage_params(cfg: TransformerConfig, t: int, ep: int, pp: int, v: int,
+                  stage_layers: tuple[int, ...]) -> tuple[dict[str, int], ...]:
+    from .params import param_breakdown
+
+    bd = param_breakdown(cfg)
+    specs = _specs(cfg)
+    vocab = _vocab_shard(cfg, t) * cfg.embedding_dim
+    first = vocab + bd["position_embedding"] + bd["token_type_embedding"] + bd["embedding_norm"]
+    first += bd["embedding_projection"] // 2
+    last = bd["final_norm"] + bd["pooler"] + bd["embedding_projection"] // 2
+    if not cfg.tie_embeddings or pp > 1:
+        last += vocab
+    last += _vocab_shard(cfg, t) if cfg.lm_head_bias else 0
+    out = []
+    for r, layers in enumerate(_stage_layers(cfg.n_layers, pp, v, stage_layers)):
+        dense = expert = 0
+        for i in layers:
+            d, e = _layer_params_per_gpu(cfg, specs[i], t, ep)
+            dense, expert = dense + d, expert + e
+        dense += (first if r == 0 else 0) + (last if r == pp - 1 else 0)
+        out.append({"dense": dense, "expert": expert})
+    return tuple(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# the pipeline
+# ---------------------------------------------------------------------------------------------
+
+
+def pipeline_bubble_fraction(
+    pp: int, microbatches: int, schedule: str = "1f1b", virtual_stages: int = 1, *, relative_to: str = "step",
+) -> float:
+    """Idle share of a pipelined step (equal stages, forward and backward of fixed durations).
+
+    GPipe and 1F1B idle ``(p-1)(t_f + t_b)`` per step beside the ``m (t_f + t_b)`` of work; the
+    interleaved schedule with ``v`` chunks per GPU cuts the idle time by ``v``. So the bubble is
+    ``(p-1)/(v m + p - 1)`` of the step (``relative_to="step"``) or ``(p-1)/(v m)`` of the ideal,
+    bubble-free time (``relative_to="compute"``: Narayanan et al.'s and Llama 3's "bubble
+    ratio"), with ``v = 1`` for GPipe and 1F1B. Derived in chapter :doc:`/chapters/parallelism`.
+    """
+    p, m, v = check_int("pp", pp), check_int("microbatches", microbatches), check_int("virtual_stages", virtual_stages)
+    check_choice("schedule", schedule, SCHEDULES)
+    check_choice("relative_to", relative_to, ("step", "compute"))
+    _check_schedule(p, m, schedule, v)
+    return (p - 1) / (v * m + (p - 1 if relative_to == "step" else 0))
+
+
+def pipeline_in_flight(pp: int, microbatches: int, schedule: str = "1f1b", virtual_stages: int = 1,
+                       stage: int = 0) -> int:
+    """Micro-batches (model chunks, with interleaving) whose activations pipeline GPU ``stage``
+    holds at its peak.
+
+    GPipe: all ``m``. 1F1B: ``min(m, p - r)`` on GPU ``r`` (``p`` on the first: the warm-up
+    forwards before its first backward). Interleaved: ``min(v m, (v-1) p + 2(p-1-r) + 1)`` chunks
+    (Megatron-LM's and PyTorch's warm-up count plus the forward that precedes the first backward);
+    on GPU 0 that is ``p (v+1) - 1``, i.e. ``1 + (p-1)/(p v)`` times the ``L`` layers of activations
+    of 1F1B. Derived in chapter :doc:`/chapters/parallelism`.
+    """
+    p, m, v = check_int("pp", pp), check_int("microbatches", microbatches), check_int("virtual_stages", virtual_stages)
+    check_choice("schedule", schedule, SCHEDULES)
+    _check_schedule(p, m, schedule, v)
+    r = check_int("stage", stage, minimum=0, maximum=p - 1)
+    if schedule == "gpipe":
+        return m
+    if schedule == "1f1b":
+        return min(m, p - r)
+    return min(v * m, (v - 1) * p + 2 * (p - 1 - r) + 1)
+
+
+# ---------------------------------------------------------------------------------------------
+# memory per GPU
+# ---------------------------------------------------------------------------------------------
+
+
+def _dense_equivalent(cfg: TransformerConfig) -> TransformerConfig:
+    """A mixture-of-experts layer's activations as those of a dense MLP of width ``k d_e + d_s``."""
+    return cfg.replace(
+        n_experts=0, experts_per_token=0, shared_ffn_size=0, shared_expert_gate=False, router_bias=False,
+        mlp_types=(), expert_ffn_size=None, ffn_size=cfg.experts_per_token * cfg.expert_ffn_size + cfg.shared_ffn_size,
+    )
+
+
+@lru_cache(maxsize=1024)
+def _layer_activation(cfg: TransformerConfig, mlp: str, b: int, s: int, cp: int, t: int, sp: bool,
+                      recompute: str, flash: bool, dropout: bool, B: int, sp_saves_gathered: bool) -> int:
+    kind = _dense_equivalent(cfg) if mlp == "moe" else cfg
+    sl = s // cp
+    out = activation_bytes(kind, b, sl, bytes_per_value=B, recompute=recompute, flash_attention=flash,
+                           dropout=dropout, tensor_parallel=t, sequence_parallel=sp)
+    terms, total = out["terms"], out["per_layer"]
+    if cp > 1:  # a local query attends to all s keys: (s/cp) x s scores, cp times (s/cp)^2
+        total += (cp - 1) * sum(terms[k] for k in ("softmax_output", "attn_dropout_mask", "attn_dropout_output"))
+    if sp and sp_saves_gathered and recompute != "full":  # the gathered qkv and fc1 inputs, whole
+        total += 2 * (t - 1) * B * b * sl * cfg.hidden_size // t
+    return total
+
+
+def stage_activation_bytes(
+    cfg: TransformerConfig, layout: Layout, seq: int, stage: int = 0, *, flash_attention: bool = False,
+    dropout: bool = True, bytes_per_value: int = 2, sp_saves_gathered: bool = False,
+) -> int:
+    """Activation bytes one GPU of pipeline stage ``stage`` holds at its peak.
+
+    Per micro-batch of ``b = microbatch_size`` sequences, each of its layers keeps
+    :func:`llmmath.memory.activation_bytes` at ``s / cp`` tokens (tensor and sequence parallelism,
+    recomputation as in the layout; with context parallelism and stored scores, a local query's
+    ``s`` keys make the score terms ``cp`` times larger); a mixture-of-experts layer is counted as a
+    dense MLP of width ``k d_e + d_s`` (the tokens of an expert-parallel GPU are as many as its own,
+    on average). The first stage adds the embedding dropout mask (``sbh``, if ``dropout``), the
+    last the final norm's and output layer's inputs (``2 x 2sbh``) and FP32 logits (``4sbV/t``);
+    the ``sbh`` terms are divided by ``t`` with sequence parallelism. These are multiplied by the
+    micro-batches in flight (:func:`pipeline_in_flight`, per chunk: ``1/v`` of the stage).
+    ``sp_saves_gathered=True`` describes PyTorch's tensor parallelism, which keeps the all-gathered
+    (whole-sequence) inputs of the QKV and first MLP projections instead of re-gathering them in
+    the backward pass as Megatron-LM does: ``2 (t-1)/t x 2sbh`` more per layer.
+    Derived in chapter :doc:`/chapters/parallelism`.
+    """
+    cfg, layout = _check_cfg(cfg), _check_layout_type(layout)
+    s = check_int("seq", seq)
+    check_layout(cfg, layout, s)
+    r = check_int("stage", stage, minimum=0, maximum=layout.pp - 1)
+    flash, drop = check_bool("flash_attention", flash_attention), check_bool("dropout", dropout)
+    B = check_int("bytes_per_value", bytes_per_value)
+    sp_g = check_bool("sp_saves_gathered", sp_saves_gathered)
+    b, t, cp, sp, v = layout.microbatch_size, layout.tp, layout.cp, layout.sequence_parallel, layout.virtual_stages
+    layers = pipeline_stage_layers(cfg, layout)[r]
+    per_mb = sum(n * _layer_activation(cfg, spec.mlp, b, s, cp, t, sp, layout.recompute, flash, drop, B, sp_g)
+                 for spec, n in _spec_counts(cfg, layers).items())
+    sbh = b * (s // cp) * cfg.hidden_size // (t if sp else 1)
+    if r == 0 and drop:
+        per_mb += sbh  # the embedding dropout's 1-byte mask
+    in_flight = pipeline_in_flight(layout.pp, layout.microbatches, layout.schedule, v, r)
+    total = per_mb * in_flight // v
+    if r == layout.pp - 1:
+        head = 2 * B * sbh + _FP32 * b * (s // cp) * _vocab_shard(cfg, t)
+        total += head * (layout.microbatches if layout.schedule == "gpipe" else 1)
+    return total
+
+
+def memory_per_stage(
+    cfg: TransformerConfig, layout: Layout, seq: int, *, precision: str = "mixed", optimizer: str = "adam",
+    flash_attention: bool = False, dropout: bool = True, bytes_per_value: int = 2, sp_saves_gathered: bool = False,
+) -> list[dict[str, int]]:
+    """The :data:`MEMORY_KEYS` of one GPU of each pipeline stage, bytes.
+
+    Model state from :func:`llmmath.memory.training_state_bytes` applied to the stage's
+    parameters on one GPU (:func:`stage_param_counts`): the non-expert ones sharded by ZeRO over
+    the ``dp * cp`` ranks that hold the same ones, the routed experts over the ``dp * cp / ep``
+    ranks that hold the same experts. Activations from :func:`stage_activation_bytes`.
+    Not counted: communication buffers, ZeRO-3's gathered layers, the allocator's fragmentation.
+    Derived in chapter :doc:`/chapters/parallelism`.
+    """
+    check_choice("precision", precision, _COMM_BYTES)
+    check_choice("optimizer", optimizer, OPTIMIZERS)
+    params = stage_param_counts(cfg, layout)
+    n_dense, n_expert = layout.dp * layout.cp, layout.dp * layout.cp // layout.ep
+    out = []
+    for r, p in enumerate(params):
+        row = dict.fromkeys(MEMORY_KEYS, 0)
+        for count, group in ((p["dense"], n_dense), (p["expert"], n_expert)):
+            if count:
+                state = training_state_bytes(count, precision, optimizer, zero_stage=layout.zero_stage, n_gpus=group)
+                for key in MEMORY_KEYS[:5]:
+                    row[key] += state[key]
+        row["activations"] = stage_activation_bytes(
+            cfg, layout, seq, r, flash_attention=flash_attention, dropout=dropout, bytes_per_value=bytes_per_value,
+            sp_saves_gathered=sp_saves_gathered)
+        row["total"] = sum(row[k] for k in MEMORY_KEYS[:-1])
+        out.append(row)
+    return out
+
+
+def memory_per_gpu(cfg: TransformerConfig, layout: Layout, seq: int, **kwargs: Any) -> dict[str, int]:
+    """The breakdown of the most loaded GPU (the stage with the largest total of
+    :func:`memory_per_stage`; the first such stage on a tie), with its index under ``"stage"``.
+    Keyword arguments as :func:`memory_per_stage`. Derived in chapter :doc:`/chapters/parallelism`.
+    """
+    rows = memory_per_stage(cfg, layout, seq, **kwargs)
+    stage = max(range(len(rows)), key=lambda r: (rows[r]["total"], -r))
+    return {**rows[stage], "stage": stage}
+
+
+# ---------------------------------------------------------------------------------------------
+# communication per step
+# ---------------------------------------------------------------------------------------------
+
+
+class Collective(NamedTuple):
+    """``count`` collectives of one kind per training step on one GPU: the ``parallelism`` that
+    issues them, the collective ``kind``, the ``group`` size, the ``message`` bytes ``M`` (as in
+    :func:`collective_bytes`), the ``phase`` (``forward``, ``backward`` or ``step``) and the
+    ``stride`` between consecutive GPUs of the group (what decides the link)."""
+
+    parallelism: str
+    kind: str
+    group: int
+    message: int
+    count: int
+    phase: str
+    stride: int
+
+
+def _stage_or_busiest(cfg: TransformerConfig, layout: Layout, stage: int | None) -> int:
+    stages = pipeline_stage_layers(cfg, layout)
+    if stage is None:
+        return max(range(len(stages)), key=lambda r: (len(stages[r]), -r))
+    return check_int("stage", stage, minimum=0, maximum=layout.pp - 1)
+
+
+def step_collectives(
+    cfg: TransformerConfig, layout: Layout, seq: int, *, stage: int | None = None, precision: str = "mixed",
+    bytes_per_value: int = 2, sp_saves_gathered: bool = False,
+) -> list[Collective]:
+    """Every collective one GPU of pipeline stage ``stage`` (default: the stage with the most
+    layers) takes part in during one training step, counted per kind.
+
+    With ``b`` the micro-batch, ``s' = s / cp`` the local tokens, ``B`` bytes per activation value,
+    ``m`` micro-batches, ``L_r`` layers on the stage of which ``L_moe`` mixture-of-experts:
+
+    - **tp** (Megatron-LM): per layer and micro-batch, 2 all-reduces of ``b s' h B`` in the
+      forward and 2 in the backward; with sequence parallelism 2 all-gathers + 2 reduce-scatters
+      of the same ``M`` in each direction, plus 2 all-gathers in the backward that re-gather the
+      saved shards (none with ``sp_saves_gathered``, PyTorch's way); full recomputation repeats the
+      forward's.
+    - **cp**: per layer and micro-batch, an all-gather of the keys and values (``b s (d_kv + d_v)
+      B / t``) in the forward, and in the backward another all-gather and a reduce-scatter of their
+      gradients (a ring implementation moves the same bytes).
+    - **ep**: per MoE layer and micro-batch, all-to-all dispatch and combine of the ``k`` copies of
+      each local token (``b s' k h B``, divided by ``t`` with sequence parallelism) in the forward
+      and again in the backward.
+    - **pp**: a p2p send of the activations (``b s' h B``, ``/t`` with sequence parallelism) per
+      chunk boundary and micro-batch forward, and of their gradients backward.
+    - **dp** (once per step unless noted), over the ``dp cp`` ranks for the non-expert and
+      ``dp cp / ep`` ranks for the expert parameters, gradients in the precision's gradient bytes:
+      ZeRO-0 an all-reduce of the gradients; ZeRO-1 a reduce-scatter of the gradients and an
+      all-gather of the updated parameters; ZeRO-2 the reduce-scatter per micro-batch;
+      ZeRO-3 per micro-batch an all-gather of the parameters in the forward, another in the
+      backward and a reduce-scatter of the gradients.
+
+    Embedding and loss all-reduces are not counted. Derived in chapter :doc:`/chapters/parallelism`.
+    """
+    cfg, layout = _check_cfg(cfg), _check_layout_type(layout)
+    s = check_int("seq", seq)
+    check_layout(cfg, layout, s)
+    check_choice("precision", precision, _COMM_BYTES)
+    B = check_int("bytes_per_value", bytes_per_value)
+    sp_g = check_bool("sp_saves_gathered", sp_saves_gathered)
+    r = _stage_or_busiest(cfg, layout, stage)
+    t, cp, ep, pp, v, m = layout.tp, layout.cp, layout.ep, layout.pp, layout.virtual_stages, layout.microbatches
+    b, sp, h = layout.microbatch_size, layout.sequence_parallel, cfg.hidden_size
+    sl = s // cp
+    layers = pipeline_stage_layers(cfg, layout)[r]
+    n_layers, n_moe = len(layers), sum(_specs(cfg)[i].mlp == "moe" for i in layers)
+    act = b * sl * h * B
+    out: list[Collective] = []
+
+    def add(par: str, kind: str, group: int, message: int, count: int, phase: str, stride: int) -> None:
+        if group > 1 and count > 0 and message > 0:
+            out.append(Collective(par, kind, group, message, count, phase, stride))
+
+    redo = 2 if layout.recompute == "full" else 0
+    per_layer = n_layers * m
+    if sp:
+        add("tp", "all_gather", t, act, (2 + redo) * per_layer, "forward", 1)
+        add("tp", "reduce_scatter", t, act, (2 + redo) * per_layer, "forward", 1)
+        add("tp", "all_gather", t, act, (2 if sp_g else 4) * per_layer, "backward", 1)
+        add("tp", "reduce_scatter", t, act, 2 * per_layer, "backward", 1)
+    else:
+        add("tp", "all_reduce", t, act, (2 + redo) * per_layer, "forward", 1)
+        add("tp", "all_reduce", t, act, 2 * per_layer, "backward", 1)
+    kv = b * s * (cfg.kv_dim + cfg.v_dim) * B // t
+    add("cp", "all_gather", cp, kv, (1 + redo // 2) * per_layer, "forward", t)
+    add("cp", "all_gather", cp, kv, per_layer, "backward", t)
+    add("cp", "reduce_scatter", cp, kv, per_layer, "backward", t)
+    if n_moe:
+        tokens = b * sl // (t if sp else 1)
+        a2a = tokens * cfg.experts_per_token * h * B
+        add("ep", "all_to_all", ep, a2a, (2 + redo) * n_moe * m, "forward", t * cp)
+        add("ep", "all_to_all", ep, a2a, 2 * n_moe * m, "backward", t * cp)
+    p2p = act // (t if sp else 1)
+    add("pp", "p2p", 2, p2p, v * m - (m if r == pp - 1 else 0), "forward", t * cp * layout.dp)
+    add("pp", "p2p", 2, p2p, v * m - (m if r == 0 else 0), "backward", t * cp * layout.dp)
+    p_bytes, g_bytes = _COMM_BYTES[precision]
+    params = stage_param_counts(cfg, layout)[r]
+    groups = ((params["dense"], layout.dp * cp, t), (params["expert"], layout.dp * cp // ep, t * ep))
+    for count, group, stride in groups:
+        z = layout.zero_stage
+        if z == 0:
+            add("dp", "all_reduce", group, count * g_bytes, 1, "step", stride)
+        elif z == 1:
+            add("dp", "reduce_scatter", group, count * g_bytes, 1, "step", stride)
+            add("dp", "all_gather", group, count * p_bytes, 1, "step", stride)
+        elif z == 2:
+            add("dp", "reduce_scatter", group, count * g_bytes, m, "backward", stride)
+            add("dp", "all_gather", group, count * p_bytes, 1, "step", stride)
+        else:
+            add("dp", "all_gather", group, count * p_bytes, m, "forward", stride)
+            add("dp", "all_gather", group, count * p_bytes, m, "backward", stride)
+            add("dp", "reduce_scatter", group, count * g_bytes, m, "backward", stride)
+    return out
+
+
+def communication_bytes(cfg: TransformerConfig, layout: Layout, seq: int, **kwargs: Any) -> dict[str, float]:
+    """Bytes one GPU sends per training step, by parallelism (:data:`PARALLELISMS`) and ``total``:
+    ``sum count x collective_bytes(kind, group, message)`` over :func:`step_collectives`
+    (keyword arguments as there). Derived in chapter :doc:`/chapters/parallelism`.
+    """
+    out = dict.fromkeys(PARALLELISMS, 0.0)
+    for c in step_collectives(cfg, layout, seq, **kwargs):
+        out[c.parallelism] += c.count * collective_bytes(c.kind, c.group, c.message)
+    out["total"] = sum(out.values())
+    return out
+
+
+def _collective_time(c: Collective, gpu: Accelerator) -> float:
+    return c.count * collective_seconds(c.kind, c.group, c.message, gpu, span=c.group * c.stride)
+
+
+def communication_seconds(
+    cfg: TransformerConfig, layout: Layout, seq: int, gpu: str | Accelerator, **kwargs: Any,
+) -> dict[str, float]:
+    """Seconds one GPU spends in communication per step if none of it overlaps compute, by
+    parallelism and ``total``: ``sum count x collective_seconds(...)`` over
+    :func:`step_collectives`, each group on the scale-up link when its ranks (``group x stride``
+    consecutive GPUs, ranks numbered in the order of :data:`PARALLELISMS`) fit in one scale-up
+    domain, else on the scale-out network. Derived in chapter :doc:`/chapters/parallelism`.
+    """
+    spec = accelerator(gpu)
+    out = dict.fromkeys(PARALLELISMS, 0.0)
+    for c in step_collectives(cfg, layout, seq, **kwargs):
+        out[c.parallelism] += _collective_time(c, spec)
+    out["total"] = sum(out.values())
+    return out
+
+
+def dp_hiding_tokens(
+    n_params: float, gpu: str | Accelerator, *, n: int | None = None, zero_stage: int = 0,
+    grad_bytes: int = 2, param_bytes: int = 2, link: str = "scale_out", precision: str = "bf16_tensor",
+    window: float = 2 / 3, flops_per_param_token: float = 6,
+) -> float:
+    """Tokens per GPU and step above which the data-parallel communication of ``n_params``
+    parameters can hide behind the backward pass: the ``T`` with
+    ``window x k N T / peak = bytes / beta``, i.e. ``T = bytes peak / (window k N beta)``.
+
+    ``bytes`` per GPU and step: ``2(n-1)/n N g`` for ZeRO 0-2 (the all-reduce, or its
+    reduce-scatter + all-gather halves), ``(n-1)/n N (2 p + g)`` for ZeRO-3 (two all-gathers and a
+    reduce-scatter) with ``n`` the group size (``None``: the large-``n`` limit). ``window``: the
+    share of the step's ``k N T`` FLOPs (``k = 6``) that can overlap it, ``2/3`` (the backward
+    pass). ``N`` cancels: the answer depends only on the ratio of peak FLOP/s to link bandwidth.
+    Derived in chapter :doc:`/chapters/parallelism`.
+    """
+    N = check_positive("n_params", n_params)
+    spec = accelerator(gpu)
+    z = check_int("zero_stage", zero_stage, minimum=0, maximum=3)
+    g, p = check_int("grad_bytes", grad_bytes), check_int("param_bytes", param_bytes)
+    w = check_positive("window", window)
+    k = check_positive("flops_per_param_token", flops_per_param_token)
+    check_choice("link", link, ("scale_up", "scale_out"))
+    frac = 1.0 if n is None else (check_int("n", n) - 1) / n
+    volume = frac * N * (2 * g if z < 3 else 2 * p + g)
+    chosen = spec.scale_up if link == "scale_up" else spec.scale_out
+    if chosen is None:
+        raise ValueError(f"gpu {spec.name!r} has no {link} link in llmmath.hardware")
+    return volume * gpu_peak_flops(spec, precision) / (w * k * N * chosen.bandwidth)
+
+
+# ---------------------------------------------------------------------------------------------
+# step time, MFU and the search
+# ---------------------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=1024)
+def _layer_flops(cfg: TransformerConfig, spec: LayerSpec, b: int, s: int, recompute: str, flash: bool) -> int:
+    """Training FLOPs (forward + backward + recomputation) of one layer of kind ``spec`` on ``b``
+    sequences of ``s`` tokens."""
+    from .flops import layer_forward_flops
+
+    one = cfg.replace(n_layers=1, attention_types=(spec.attention,), mlp_types=(spec.mlp,) if cfg.is_moe else ())
+    skip = flash and cfg.causal  # a fused causal kernel skips the masked blocks
+    return 3 * layer_forward_flops(one, b, s, skip_masked=skip) + recompute_flops(
+        one, b, s, recompute=recompute, flash_attention=flash, skip_masked=skip)
+
+
+@lru_cache(maxsize=256)
+def _head_flops(cfg: TransformerConfig, b: int, s: int) -> int:
+    from .flops import flops_breakdown
+
+    bd = flops_breakdown(cfg, b, s)
+    return 3 * (bd["lm_head"] + bd["embedding_projection"] + bd["pooler"])
+
+
+def step_time(
+    cfg: TransformerConfig, layout: Layout, seq: int, gpu: str | Accelerator, *, efficiency: float = 1.0,
+    precision: str = "bf16_tensor", overlap: tuple[str, ...] = ("dp", "cp", "pp"), flash_attention: bool = False,
+    state_precision: str = "mixed", bytes_per_value: int = 2, sp_saves_gathered: bool = False,
+) -> dict[str, float]:
+    """Estimated seconds of one training step and its MFU.
+
+    Compute: each stage's training FLOPs per micro-batch (its layers' forward x 3 plus the
+    recomputation, the output layer on the last stage; with ``flash_attention`` a causal model's
+    attention counts only the unmasked query-key pairs, as fused kernels skip the rest), divided
+    by ``tp * cp``, at
+    ``efficiency x peak``; the slowest stage sets the pace ``t_mb`` (plus its tensor-, context-,
+    expert- and pipeline-parallel communication per micro-batch, a kind listed in ``overlap``
+    hidden up to the compute beside it). The pipeline takes ``(m + (p-1)/v) t_mb``: ``m t_mb`` of
+    work and a bubble of ``(p-1)/v t_mb``. The data-parallel communication (once per step, or per
+    micro-batch with ZeRO-2/3) is added where it exceeds the backward of the last micro-batch
+    (``2/3 t_mb``; with ZeRO-2/3 the whole step's compute) when ``"dp"`` is in ``overlap``.
+    MFU: the model's training FLOPs without recomputation (:func:`llmmath.flops.training_flops`)
+    over ``n_gpus x peak x step``. Returns ``compute`` (``m t_mb`` without communication),
+    ``bubble``, ``exposed_communication``, ``step`` (seconds), ``tokens_per_second`` and ``mfu``.
+    Derived in chapter :doc:`/chapters/parallelism`.
+    """
+    from .flops import training_flops
+
+    cfg, layout = _check_cfg(cfg), _check_layout_type(layout)
+    s = check_int("seq", seq)
+    check_layout(cfg, layout, s)
+    spec = accelerator(gpu)
+    eff = check_positive("efficiency", efficiency)
+    if eff > 1:
+        raise ValueError(f"efficiency must lie in (0, 1], got {eff}")
+    if not isinstance(overlap, tuple) or any(k not in PARALLELISMS for k in overlap):
+        raise ValueError(f"overlap must be a tuple of kinds from {PARALLELISMS}, got {overlap!r}")
+    flash = check_bool("flash_attention", flash_attention)
+    rate = gpu_peak_flops(spec, precision) * eff
+    b, m, p, v = layout.microbatch_size, layout.microbatches, layout.pp, layout.virtual_stages
+    stages = pipeline_stage_layers(cfg, layout)
+    per_mb_kinds = ("tp", "cp", "ep", "pp")
+    t_mb, t_compute, exposed_mb = 0.0, 0.0, 0.0
+    for r, layers in enumerate(stages):
+        flops = sum(n * _layer_flops(cfg, spec, b, s, layout.recompute, flash)
+                    for spec, n in _spec_counts(cfg, layers).items())
+        if r == p - 1:
+            flops += _head_flops(cfg, b, s)
+        compute = flops / (layout.tp * layout.cp) / rate
+        comm = dict.fromkeys(per_mb_kinds, 0.0)
+        for c in step_collectives(cfg, layout, s, stage=r, precision=state_precision,
+                                  bytes_per_value=bytes_per_value, sp_saves_gathered=sp_saves_gathered):
+            if c.parallelism in per_mb_kinds:
+                comm[c.parallelism] += _collective_time(c, spec) / m
+        exposed = sum(max(0.0, x - compute) if k in overlap else x for k, x in comm.items())
+        if compute + exposed > t_mb:
+            t_mb, t_compute, exposed_mb = compute + exposed, compute, exposed
+    dp_seconds = sum(_collective_time(c, spec) for c in step_collectives(
+        cfg, layout, s, precision=state_precision, bytes_per_value=bytes_per_value) if c.parallelism == "dp")
+    window = (m * t_compute if layout.zero_stage >= 2 else 2 / 3 * t_compute) if "dp" in overlap else 0.0
+    dp_exposed = max(0.0, dp_seconds - window)
+    bubble = (p - 1) / v * t_mb
+    step = m * t_mb + bubble + dp_exposed
+    tokens = layout.global_batch * s
+    model_flops = training_flops(cfg, layout.global_batch, s)
+    return {
+        "compute": m * t_compute,
+        "bubble": bubble,
+        "exposed_communication": m * exposed_mb + dp_exposed,
+        "step": step,
+        "tokens_per_second": tokens / step,
+        "mfu": model_flops / (layout.n_gpus * gpu_peak_flops(spec, precision) * step),
+    }
+
+
+class Plan(NamedTuple):
+    """One candidate of :func:`search_layouts`: the ``layout``, the bytes of its most loaded GPU
+    (``memory``), whether they fit (``fits``), its estimated ``step`` seconds and ``mfu``."""
+
+    layout: Layout
+    memory: int
+    fits: bool
+    step: float
+    mfu: float
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def search_layouts(
+    cfg: TransformerConfig, n_gpus: int, gpu: str | Accelerator, seq: int, global_batch: int, *,
+    tp: tuple[int, ...] | None = None, pp: tuple[int, ...] | None = None, cp: tuple[int, ...] = (1,),
+    ep: tuple[int, ...] | None = None, zero_stages: tuple[int, ...] = (1,),
+    recompute: tuple[str, ...] = RECOMPUTE_MODES, microbatch_sizes: tuple[int, ...] = (1, 2, 4),
+    virtual_stages: tuple[int, ...] = (1,), sequence_parallel: bool = True, usable_memory: float = 1.0,
+    **kwargs: Any,
+) -> list[Plan]:
+    """Every layout of ``n_gpus`` GPUs for ``global_batch`` sequences of ``seq`` tokens, with its
+    memory (:func:`memory_per_gpu`) and step time (:func:`step_time`), best first: the layouts
+    that fit (``memory <= usable_memory x gpu memory``) by step time, then the others by memory.
+
+    Enumerated: ``tp`` (default the powers of two up to the scale-up domain), ``pp`` (default the
+    divisors of ``n_layers`` up to ``n_gpus``), ``cp``, ``ep`` (default the divisors of
+    ``n_experts`` for a mixture of experts), ZeRO stages, recomputation modes, micro-batch sizes and
+    virtual stages; ``dp = n_gpus / (tp pp cp)`` and ``microbatches = global_batch / (dp b)`` must
+    be integers, the schedule is 1F1B (interleaved when ``virtual_stages > 1``). Combinations that
+    :func:`check_layout` rejects are skipped. Keyword arguments go to both estimates (``precision``
+    of the optimizer state as ``state_precision`` in :func:`step_time`; ``flash_attention``,
+    ``efficiency``, ...). Derived in chapter :doc:`/chapters/parallelism`.
+    """
+    cfg = _check_cfg(cfg)
+    n, s, batch = check_int("n_gpus", n_gpus), check_int("seq", seq), check_int("global_batch", global_batch)
+    spec = accelerator(gpu)
+    usable = check_positive("usable_memory", usable_memory)
+    tps = tp or tuple(2**i for i in range(8) if 2**i <= spec.domain_size)
+    pps = pp or tuple(d for d in _divisors(cfg.n_layers) if d <= n)
+    eps = ep or (tuple(_divisors(cfg.n_experts)) if cfg.is_moe else (1,))
+    mem_kw = {k: kwargs[k] for k in ("precision", "optimizer", "flash_attention", "dropout", "bytes_per_value")
+              if k in kwargs}
+    time_kw = {k: v for k, v in kwargs.items() if k not in ("precision", "optimizer", "dropout")}
+    if "precision" in kwargs:
+        time_kw["state_precision"] = kwargs["precision"]
+    plans: list[Plan] = []
+    for t in tps:
+        for p in pps:
+            for c in cp:
+                if n % (t * p * c):
+                    continue
+                d = n // (t * p * c)
+                for e in eps:
+                    for b in microbatch_sizes:
+                        if d % e or batch % (d * b):
+                            continue
+                        m = batch // (d * b)
+                        for v in virtual_stages:
+                            for z in zero_stages:
+                                for rec in recompute:
+                                    try:
+                                        layout = Layout(tp=t, pp=p, dp=d, cp=c, ep=e, zero_stage=z,
+                                                        sequence_parallel=sequence_parallel and t > 1,
+                                                        recompute=rec, microbatch_size=b, microbatches=m,
+                                                        schedule="interleaved" if v > 1 else "1f1b",
+                                                        virtual_stages=v)
+                                        check_layout(cfg, layout, s)
+                                    except ValueError:
+                                        continue
+                                    mem = memory_per_gpu(cfg, layout, s, **mem_kw)["total"]
+                                    est = step_time(cfg, layout, s, spec, **time_kw)
+                                    plans.append(Plan(layout, mem, mem <= usable * spec.memory_bytes,
+                                                      est["step"], est["mfu"]))
+    return sorted(plans, key=lambda pl: (not pl.fits, pl.step if pl.fits else pl.memory))

@@ -1,0 +1,242 @@
+"""llmmath.parallel against PyTorch's own distributed code, on CPU with gloo in spawned processes.
+
+``distributed_checks.run`` measures (one process group of 2 ranks and one of 4, each started once
+for the whole module); every test here compares a measurement with llmmath's formula:
+
+- FSDP2 ``fully_shard``: each rank's parameter, gradient and AdamW-state numels (padding
+  included) and the all-gathers and reduce-scatters of a step;
+- tensor parallelism (``parallelize_module``): local shard shapes, and the number and size of the
+  collectives per forward and backward (``CommDebugMode``), with ``transformers``' own plan and
+  with a Megatron-style plan; with sequence parallelism too;
+- the activation bytes a rank saves in a tensor-parallel GPT layer (``saved_tensors_hooks``);
+- ``torch.distributed.pipelining``'s GPipe, 1F1B and interleaved 1F1B: the micro-batches a rank
+  holds at its peak and the bubble of the order it ran.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+import distributed_checks as dc  # noqa: E402
+
+from llmmath.config import TransformerConfig, from_hf_config  # noqa: E402
+from llmmath.memory import activation_bytes  # noqa: E402
+from llmmath.parallel import (  # noqa: E402
+    Layout,
+    fsdp_shard_numel,
+    pipeline_bubble_fraction,
+    pipeline_in_flight,
+    stage_activation_bytes,
+    stage_param_counts,
+    step_collectives,
+)
+
+WORLDS = (2, 4)
+FP32 = 4
+
+
+@pytest.fixture(scope="module")
+def measured() -> dict[int, list[dict]]:
+    """Every check, run once per world size (the slow part: starting the process groups)."""
+    return {n: dc.run(n) for n in WORLDS}
+
+
+def _comm(records: list[dict]) -> Counter:
+    return Counter((c["op"], "backward" if c["backward"] else "forward", c["bytes"]) for c in records)
+
+
+def _expected_comm(cfg: TransformerConfig, layout: Layout, seq: int, **kw) -> Counter:
+    names = {"all_reduce": "all_reduce", "all_gather": "all_gather_into_tensor",
+             "reduce_scatter": "reduce_scatter_tensor"}
+    out: Counter = Counter()
+    for c in step_collectives(cfg, layout, seq, bytes_per_value=FP32, **kw):
+        out[(names[c.kind], c.phase, c.message)] += c.count
+    return out
+
+
+# ------------------------------------------------------------------------------------------ FSDP2
+@pytest.mark.parametrize("n", WORLDS)
+def test_fsdp2_shards_padding_included(measured, n):
+    ranks = measured[n]
+    shapes = ranks[0]["fsdp"]["shapes"]
+    for r, res in enumerate(ranks):
+        f = res["fsdp"]
+        for name, shape in shapes.items():
+            assert f["local"][name] == fsdp_shard_numel(shape, n, r), name
+            assert f["padded"][name] == fsdp_shard_numel(shape, n), name
+            assert f["grads"][name] == f["local"][name], name
+            assert f["optimizer"][name] == 2 * f["local"][name], name  # AdamW: exp_avg and exp_avg_sq
+    for name, shape in shapes.items():  # the shards partition every parameter
+        total = 1
+        for d in shape:
+            total *= d
+        assert sum(res["fsdp"]["local"][name] for res in ranks) == total
+    # the odd sizes make FSDP2 pad: some rank holds less than it allocates
+    assert any(res["fsdp"]["local"][k] < res["fsdp"]["padded"][k] for res in ranks for k in shapes)
+
+
+@pytest.mark.parametrize("n", WORLDS)
+def test_fsdp2_collectives(measured, n):
+    f = measured[n][0]["fsdp"]
+    # one all-gather of n padded shards per unit (root: embeddings, final norm, LM head; each layer)
+    unit = [n * FP32 * sum(fsdp_shard_numel(f["shapes"][p], n) for p in names) for names in f["units"]]
+    expected = Counter({("_allgather_base_", "forward", b): 0 for b in unit})
+    for b in unit:
+        expected[("_allgather_base_", "forward", b)] += 1
+        expected[("_reduce_scatter_base_", "backward", b)] += 1  # the gradients, in the same layout
+    for b in unit[1:]:  # fully_shard does not reshard the root after forward (_fsdp_state.py): no re-gather
+        expected[("_allgather_base_", "backward", b)] += 1
+    assert _comm(f["comm"]) == +expected
+
+
+# --------------------------------------------------------------------------------- tensor parallel
+def _qwen2() -> TransformerConfig:
+    return from_hf_config(dc.QWEN2)
+
+
+def _per_layer_on_gpu(cfg: TransformerConfig, t: int) -> int:
+    """One layer's parameters on one GPU: the difference of two stage counts (embeddings cancel)."""
+    two = stage_param_counts(cfg, Layout(tp=t))[0]["dense"]
+    one = stage_param_counts(cfg.replace(n_layers=1), Layout(tp=t))[0]["dense"]
+    return two - one
+
+
+@pytest.mark.parametrize("n", WORLDS)
+def test_tp_local_shapes(measured, n):
+    cfg = _qwen2()
+    h, d = cfg.hidden_size, cfg.head_dim
+    want = {"q_proj": (cfg.n_heads * d // n, h), "k_proj": (cfg.n_kv_heads * d // n, h),
+            "v_proj": (cfg.n_kv_heads * d // n, h), "o_proj": (h, cfg.n_heads * d // n),
+            "gate_proj": (cfg.ffn_size // n, h), "up_proj": (cfg.ffn_size // n, h), "down_proj": (h, cfg.ffn_size // n)}
+    for res in measured[n]:
+        local = res["tp_hf"]["local"]
+        for name, shape in local.items():
+            module = name.split(".")[-2]
+            if name.endswith("weight") and module in want:
+                assert shape == want[module], name
+            elif name.endswith("bias"):  # Qwen2's q, k, v biases: split like their rows
+                assert shape == (want[module][0],), name
+            else:  # norms are replicated
+                assert shape == res["tp_hf"]["full"][name], name
+        per_layer = sum(_numel(s) for s in local.values()) // cfg.n_layers
+        assert per_layer == _per_layer_on_gpu(cfg, n)
+
+
+def _numel(shape: tuple[int, ...]) -> int:
+    out = 1
+    for d in shape:
+        out *= d
+    return out
+
+
+@pytest.mark.parametrize("n", WORLDS)
+def test_tp_collectives_megatron_plan(measured, n):
+    cfg = _qwen2()
+    expected = _expected_comm(cfg, Layout(tp=n, microbatch_size=dc.BATCH), dc.SEQ)
+    for res in measured[n]:
+        assert _comm(res["tp_megatron"]["comm"]) == expected
+
+
+@pytest.mark.parametrize("n", WORLDS)
+def test_tp_collectives_transformers_plan(measured, n):
+    # transformers' plan makes each column-parallel module (q, k, v, gate, up) take the layer's
+    # input on its own, so the backward all-reduces its gradient five times per layer, not twice
+    cfg = _qwen2()
+    expected = _expected_comm(cfg, Layout(tp=n, microbatch_size=dc.BATCH), dc.SEQ)
+    message = dc.BATCH * dc.SEQ * cfg.hidden_size * FP32
+    assert expected[("all_reduce", "backward", message)] == 2 * cfg.n_layers
+    expected[("all_reduce", "backward", message)] = 5 * cfg.n_layers
+    for res in measured[n]:
+        assert _comm(res["tp_hf"]["comm"]) == expected
+
+
+# ------------------------------------------------------------------ a tensor-parallel GPT layer
+def _block() -> TransformerConfig:
+    b = dc.BLOCK
+    return TransformerConfig(n_layers=1, hidden_size=b["h"], n_heads=b["heads"], vocab_size=97, ffn_size=b["ffn"],
+                             max_position=64)
+
+
+@pytest.mark.parametrize("n", WORLDS)
+@pytest.mark.parametrize("sp", [False, True])
+def test_block_collectives(measured, n, sp):
+    layout = Layout(tp=n, sequence_parallel=sp, microbatch_size=dc.BLOCK["batch"])
+    expected = _expected_comm(_block(), layout, dc.BLOCK["seq"], sp_saves_gathered=True)
+    for res in measured[n]:
+        assert _comm(res["block_sp" if sp else "block"]["comm"]) == expected
+
+
+@pytest.mark.parametrize("n", WORLDS)
+@pytest.mark.parametrize("sp", [False, True])
+def test_block_saved_activation_bytes(measured, n, sp):
+    cfg, b, s = _block(), dc.BLOCK["batch"], dc.BLOCK["seq"]
+    korthikanti = activation_bytes(cfg, b, s, bytes_per_value=FP32, bytes_per_mask=FP32, tensor_parallel=n,
+                                   sequence_parallel=sp)["per_layer"]
+    local_tokens = b * s // (n if sp else 1)
+    norm_stats = 2 * 2 * local_tokens * FP32  # each LayerNorm keeps its mean and 1/std (FP32 on CPU)
+    layout = Layout(tp=n, sequence_parallel=sp, microbatch_size=b)
+    kw = dict(bytes_per_value=FP32, dropout=True)
+    gathered = (stage_activation_bytes(cfg, layout, s, sp_saves_gathered=True, **kw)
+                - stage_activation_bytes(cfg, layout, s, **kw))
+    if sp:  # PyTorch keeps the all-gathered (whole-sequence) inputs of q, k, v and fc1
+        assert gathered == 2 * (n - 1) * FP32 * b * s * cfg.hidden_size // n
+    else:
+        assert gathered == 0
+    for res in measured[n]:
+        block = res["block_sp" if sp else "block"]
+        assert block["local_seq"] == s // (n if sp else 1)
+        assert block["saved_bytes"] == korthikanti + norm_stats + gathered
+
+
+@pytest.mark.parametrize("n", WORLDS)
+def test_sequence_parallel_norm_gradients_are_partial(measured, n):
+    # the norms see a shard of the sequence: their weight gradients are partial sums that PyTorch
+    # leaves unreduced after backward (Megatron-LM all-reduces them once per step)
+    for res in measured[n]:
+        assert set(res["block_sp"]["norm_grad_placements"].values()) == {"(Partial(sum),)"}
+        assert set(res["block"]["norm_grad_placements"].values()) == {"local"}
+
+
+# --------------------------------------------------------------------------------------- pipeline
+def simulate(orders: list[list[tuple[str, int, int]]], n_stages: int, t_f: float, t_b: float) -> list[float]:
+    """Idle share of each rank when it runs its ``orders`` in sequence, each forward taking ``t_f``
+    and each backward ``t_b``, a chunk waiting for its input (forward of the previous stage,
+    backward of the next) to finish: brute-force list scheduling of the executed order."""
+    done: dict[tuple[str, int, int], float] = {}
+    free = [0.0] * len(orders)
+    pos = [0] * len(orders)
+    while any(pos[r] < len(orders[r]) for r in range(len(orders))):
+        progressed = False
+        for r, order in enumerate(orders):
+            if pos[r] == len(order):
+                continue
+            kind, k, mb = order[pos[r]]
+            deps = [("F", k - 1, mb)] if kind == "F" and k > 0 else []
+            if kind == "B":
+                deps = [("F", k, mb)] + ([("B", k + 1, mb)] if k < n_stages - 1 else [])
+            if all(d in done for d in deps):
+                start = max([free[r]] + [done[d] for d in deps])
+                free[r] = done[(kind, k, mb)] = start + (t_f if kind == "F" else t_b)
+                pos[r] += 1
+                progressed = True
+        assert progressed, "the executed orders deadlock"
+    span = max(free)
+    return [1 - sum(t_f if a[0] == "F" else t_b for a in order) / span for order in orders]
+
+
+@pytest.mark.parametrize("n", WORLDS)
+def test_pipeline_in_flight_and_bubble(measured, n):
+    ranks = measured[n]
+    for key, case in ranks[0]["pipeline"].items():
+        schedule, v, m = case["schedule"], case["virtual_stages"], case["microbatches"]
+        for r, res in enumerate(ranks):
+            assert res["pipeline"][key]["peak"] == pipeline_in_flight(n, m, schedule, v, stage=r), (key, r)
+        orders = [res["pipeline"][key]["actions"] for res in ranks]
+        for t_b in (1.0, 2.0):
+            for idle in simulate(orders, n * v, 1.0, t_b):
+                assert idle == pytest.approx(pipeline_bubble_fraction(n, m, schedule, v)), (key, t_b)

@@ -1,0 +1,425 @@
+"""Tests of llmmath.parallel (the running-code checks are in tests/test_distributed.py).
+
+Expected values come from brute force (a simulated ring, explicit shard counting), sympy, the
+papers' own formulas (Narayanan et al. 2021, Korthikanti et al. 2023, the ZeRO paper), and
+llmmath's independent counts (param_count, activation_bytes, training_flops).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import sympy as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from llmmath.config import TransformerConfig
+from llmmath.flops import layer_forward_flops, training_flops
+from llmmath.hardware import accelerator, gpu_peak_flops
+from llmmath.memory import activation_bytes, training_state_bytes
+from llmmath.parallel import (
+    COLLECTIVES,
+    MEMORY_KEYS,
+    Layout,
+    check_layout,
+    collective_bytes,
+    collective_seconds,
+    collective_steps,
+    communication_bytes,
+    communication_seconds,
+    dp_hiding_tokens,
+    fsdp_shard_numel,
+    memory_per_gpu,
+    memory_per_stage,
+    pipeline_bubble_fraction,
+    pipeline_in_flight,
+    pipeline_stage_layers,
+    search_layouts,
+    stage_activation_bytes,
+    stage_param_counts,
+    step_collectives,
+    step_time,
+)
+from llmmath.params import param_count
+from llmmath.presets import preset
+
+
+def _gpt(L=4, h=64, a=8, V=100, **kw):
+    return TransformerConfig(n_layers=L, hidden_size=h, n_heads=a, vocab_size=V, max_position=128, **kw)
+
+
+# ------------------------------------------------------------------------------------ collectives
+def _ring(n: int, data: np.ndarray) -> tuple[np.ndarray, list[int]]:
+    """All-reduce ``data[r]`` (rank r's vector) with a ring: reduce-scatter then all-gather, each
+    rank sending one chunk to its right neighbour per step. Returns the results and the elements
+    each rank sent."""
+    chunks = [np.array_split(d.astype(float), n) for d in data]
+    sent = [0] * n
+    for step in range(n - 1):  # reduce-scatter: after it rank r owns the sum of chunk (r+1) % n
+        msgs = [(r, (r - step) % n, chunks[r][(r - step) % n].copy()) for r in range(n)]
+        for r, c, payload in msgs:
+            chunks[(r + 1) % n][c] += payload
+            sent[r] += payload.size
+    for step in range(n - 1):  # all-gather
+        msgs = [(r, (r + 1 - step) % n, chunks[r][(r + 1 - step) % n].copy()) for r in range(n)]
+        for r, c, payload in msgs:
+            chunks[(r + 1) % n][c] = payload
+            sent[r] += payload.size
+    return np.array([np.concatenate(c) for c in chunks]), sent
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 8])
+def test_ring_all_reduce_brute_force(n):
+    rng = np.random.default_rng(n)
+    M = 24 * n
+    data = rng.standard_normal((n, M))
+    out, sent = _ring(n, data)
+    assert np.allclose(out, data.sum(axis=0))
+    assert sent == [collective_bytes("all_reduce", n, M)] * n
+    half = collective_bytes("reduce_scatter", n, M)
+    assert half == collective_bytes("all_gather", n, M) and sent[0] == 2 * half
+    assert collective_steps("all_reduce", n) == 2 * (n - 1) == 2 * collective_steps("reduce_scatter", n)
+
+
+def test_collective_bytes_symbolic():
+    n, M = sp.symbols("n M", positive=True)
+    exprs = {k: sp.nsimplify(collective_bytes(k, 5, 1)) for k in COLLECTIVES if k != "p2p"}
+    assert exprs["all_reduce"] == sp.Rational(8, 5) and exprs["all_to_all"] == sp.Rational(4, 5)
+    # all-reduce = reduce-scatter + all-gather for every n
+    for k in range(1, 12):
+        assert collective_bytes("all_reduce", k, 7.0) == pytest.approx(
+            collective_bytes("reduce_scatter", k, 7.0) + collective_bytes("all_gather", k, 7.0))
+    assert sp.limit(2 * (n - 1) / n * M, n, sp.oo) == 2 * M  # the ring's bound: 2M, the tree's volume
+    assert collective_bytes("all_reduce", 64, 1.0, "tree") == 2.0
+    assert collective_steps("all_reduce", 64, "tree") == 12 < collective_steps("all_reduce", 64)
+    assert collective_bytes("p2p", 2, 10) == 10 and collective_steps("p2p", 2) == 1
+
+
+def test_all_to_all_brute_force():
+    n, M = 4, 40
+    buffers = [[(src, dst) for dst in range(n)] for src in range(n)]  # chunk dst of src's buffer
+    sent = [sum(M // n for (s, d) in buf if d != s) for buf in buffers]
+    assert sent == [collective_bytes("all_to_all", n, M)] * n
+
+
+def test_collective_seconds_links():
+    h100 = accelerator("H100")
+    M = 10**9
+    inside = collective_seconds("all_reduce", 8, M, "H100")
+    assert inside == pytest.approx(14 * h100.scale_up.latency + 2 * 7 / 8 * M / h100.scale_up.bandwidth)
+    across = collective_seconds("all_reduce", 16, M, "H100")
+    assert across == pytest.approx(30 * h100.scale_out.latency + 2 * 15 / 16 * M / h100.scale_out.bandwidth)
+    assert collective_seconds("all_reduce", 8, M, "H100", link="scale_out") > inside
+    # a group of 2 whose members are 8 apart crosses nodes
+    assert collective_seconds("all_reduce", 2, M, "H100", span=16) == pytest.approx(
+        collective_seconds("all_reduce", 2, M, "H100", link="scale_out"))
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: collective_bytes("broadcast", 4, 1), "kind must be one of"),
+    (lambda: collective_bytes("all_reduce", 0, 1), "n must be an integer >= 1"),
+    (lambda: collective_bytes("all_reduce", 4, -1), "message_bytes must be >= 0"),
+    (lambda: collective_bytes("all_gather", 4, 1, "tree"), "algorithm='tree' is defined for kind='all_reduce'"),
+    (lambda: collective_bytes("p2p", 3, 1), "n=2"),
+    (lambda: collective_steps("all_reduce", 4, "butterfly"), "algorithm must be one of"),
+    (lambda: collective_seconds("all_reduce", 16, 1, "H100", link="scale_up"), "scale-up domain"),
+    (lambda: collective_seconds("all_reduce", 4, 1, "H100", link="pcie"), "link must be one of"),
+    (lambda: collective_seconds("all_reduce", 4, 1, "Z80"), "gpu must be one of"),
+])
+def test_collective_errors(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+# ------------------------------------------------------------------------------------ the layout
+def test_layout_properties():
+    lay = Layout.for_gpus(1024, tp=8, pp=16, microbatches=192)
+    assert (lay.dp, lay.n_gpus, lay.global_batch) == (8, 1024, 1536)
+    assert lay.replace(microbatch_size=2).global_batch == 3072
+    with pytest.raises(ValueError, match="tp \\* pp \\* cp = 24 must divide n_gpus = 1024"):
+        Layout.for_gpus(1024, tp=8, pp=3)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(tp=0), "tp must be an integer >= 1"),
+    (dict(zero_stage=4), "zero_stage must be an integer <= 3"),
+    (dict(dp=6, ep=4), "ep=4 must divide dp=6"),
+    (dict(pp=4, microbatches=8, virtual_stages=2), "virtual_stages=2 needs schedule='interleaved'"),
+    (dict(pp=4, microbatches=3), "schedule='1f1b' needs microbatches >= pp"),
+    (dict(pp=4, microbatches=6, schedule="interleaved", virtual_stages=2), "pp=4 to divide microbatches=6"),
+    (dict(schedule="zb-v"), "schedule must be one of"),
+    (dict(recompute="some"), "recompute must be one of"),
+    (dict(pp=2, microbatches=2, stage_layers=(1, 2, 3)), "stage_layers must have pp \\* virtual_stages = 2"),
+])
+def test_layout_errors(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        Layout(**kwargs)
+
+
+def test_gpipe_takes_fewer_microbatches_than_stages():
+    assert Layout(pp=8, microbatches=2, schedule="gpipe").microbatches == 2
+
+
+@pytest.mark.parametrize("cfg_kw, layout, seq, match", [
+    (dict(a=6, h=60), Layout(tp=4), None, "tp=4 must divide n_heads=6"),
+    (dict(a=8, n_kv_heads=2), Layout(tp=4), None, "tp=4 must divide n_kv_heads=2"),
+    (dict(ffn_size=250), Layout(tp=4), None, "tp=4 must divide ffn_size=250"),
+    (dict(L=6), Layout(pp=4, microbatches=4), None, "pp \\* virtual_stages = 4 must divide n_layers=6"),
+    (dict(L=6), Layout(pp=2, microbatches=2, stage_layers=(2, 3)), None, "stage_layers must sum to n_layers=6"),
+    (dict(), Layout(cp=4), 100, "2 \\* cp must divide seq=100"),
+    (dict(), Layout(tp=4, sequence_parallel=True), 102, "tp=4 to divide seq / cp = 102"),
+    (dict(), Layout(dp=2, ep=2), None, "needs a mixture of experts"),
+])
+def test_check_layout_errors(cfg_kw, layout, seq, match):
+    with pytest.raises(ValueError, match=match):
+        check_layout(_gpt(**cfg_kw), layout, seq)
+
+
+def test_check_layout_moe_errors():
+    moe = preset("mixtral-8x7b")
+    with pytest.raises(ValueError, match="ep=16 must divide n_experts=8"):
+        check_layout(moe, Layout(dp=16, ep=16))
+    with pytest.raises(ValueError, match="needs sequence_parallel=True"):
+        check_layout(moe, Layout(tp=2, dp=2, ep=2))
+    with pytest.raises(ValueError, match="encoder-decoder"):
+        check_layout(preset("t5-base"), Layout())
+    with pytest.raises(TypeError, match="layout must be a Layout"):
+        check_layout(moe, {"tp": 2})
+
+
+# ------------------------------------------------------------------------------- what GPUs hold
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(1, 50), min_size=1, max_size=3).map(tuple), st.integers(1, 9))
+def test_fsdp_shard_numel_is_torch_chunk(shape, n):
+    rows = list(range(shape[0]))
+    chunk = math.ceil(shape[0] / n)
+    pieces = [rows[i:i + chunk] for i in range(0, shape[0], chunk)]  # torch.chunk's pieces
+    pieces += [[]] * (n - len(pieces))  # ranks past the end get nothing
+    rest = math.prod(shape[1:])
+    assert [fsdp_shard_numel(shape, n, r) for r in range(n)] == [len(p) * rest for p in pieces]
+    assert fsdp_shard_numel(shape, n) == chunk * rest >= max(len(p) for p in pieces) * rest
+
+
+def test_fsdp_shard_errors():
+    with pytest.raises(TypeError, match="shape must be a non-empty tuple"):
+        fsdp_shard_numel([3, 4], 2)
+    with pytest.raises(ValueError, match="rank must be an integer <= 1"):
+        fsdp_shard_numel((3, 4), 2, 2)
+
+
+def test_pipeline_stage_layers_partition():
+    cfg = _gpt(L=16)
+    plain = pipeline_stage_layers(cfg, Layout(pp=4, microbatches=4))
+    assert plain == tuple(tuple(range(4 * r, 4 * r + 4)) for r in range(4))
+    inter = pipeline_stage_layers(cfg, Layout(pp=4, microbatches=4, schedule="interleaved", virtual_stages=2))
+    assert inter[0] == (0, 1, 8, 9) and inter[3] == (6, 7, 14, 15)
+    uneven = pipeline_stage_layers(cfg, Layout(pp=4, microbatches=4, stage_layers=(3, 5, 5, 3)))
+    assert [len(x) for x in uneven] == [3, 5, 5, 3]
+    for stages in (plain, inter, uneven):
+        assert sorted(i for s in stages for i in s) == list(range(16))
+
+
+@pytest.mark.parametrize("name", ["gpt3-175b", "llama-3.1-405b", "deepseek-v3", "mixtral-8x7b", "gemma-2-2b"])
+@pytest.mark.parametrize("pp", [1, 2])
+def test_stage_params_sum_to_the_model(name, pp):
+    cfg = preset(name)
+    L = cfg.n_layers
+    sizes = (L // 2, L - L // 2) if pp == 2 else ()
+    ep = 8 if cfg.is_moe else 1
+    layout = Layout(pp=pp, dp=8, ep=ep, microbatches=2, stage_layers=sizes)
+    counts = stage_param_counts(cfg, layout)
+    total = sum(c["dense"] + ep * c["expert"] for c in counts)
+    copy = cfg.vocab_size * cfg.embedding_dim if cfg.tie_embeddings and pp > 1 else 0  # Megatron's tied copy
+    assert total == param_count(cfg) + copy
+
+
+def test_gpt3_tensor_parallel_shard_is_megatrons():
+    cfg, t = preset("gpt3-175b"), 8
+    h, V, S, L = cfg.hidden_size, cfg.vocab_size, cfg.max_position, cfg.n_layers
+    # per layer on one GPU: 12h^2/t weights, QKV and fc1 biases split, output biases and LNs whole
+    layer = 12 * h * h // t + (3 * h + 4 * h) // t + 2 * h + 4 * h
+    embed = math.ceil(V / t) * h + S * h
+    (stage,) = stage_param_counts(cfg, Layout(tp=t))
+    assert stage["dense"] == L * layer + embed + 2 * h and stage["expert"] == 0
+
+
+def test_deepseek_v3_expert_parallel_counts():
+    cfg = preset("deepseek-v3")
+    (one,) = stage_param_counts(cfg, Layout(dp=64, ep=64))
+    moe_layers = sum(1 for s in cfg.layers if s.mlp == "moe")
+    per_expert = 3 * cfg.hidden_size * cfg.expert_ffn_size
+    assert one["expert"] == moe_layers * (cfg.n_experts // 64) * per_expert
+
+
+# ----------------------------------------------------------------------------------- the pipeline
+def test_bubble_fraction_formulas():
+    p, m, v = sp.symbols("p m v", positive=True)
+    ratio = (p - 1) / (v * m)  # Narayanan et al.: bubble time / ideal time
+    for pp_, m_, v_ in [(4, 8, 1), (16, 32, 1), (8, 16, 4)]:
+        sched = "interleaved" if v_ > 1 else "1f1b"
+        x = float(ratio.subs({p: pp_, m: m_, v: v_}))
+        assert pipeline_bubble_fraction(pp_, m_, sched, v_, relative_to="compute") == pytest.approx(x)
+        assert pipeline_bubble_fraction(pp_, m_, sched, v_) == pytest.approx(x / (1 + x))
+    assert pipeline_bubble_fraction(4, 2, "gpipe") == pytest.approx(3 / 5)
+    with pytest.raises(ValueError, match="relative_to must be one of"):
+        pipeline_bubble_fraction(4, 8, relative_to="ideal")
+
+
+def test_in_flight():
+    assert [pipeline_in_flight(4, 8, "1f1b", stage=r) for r in range(4)] == [4, 3, 2, 1]
+    assert pipeline_in_flight(4, 8, "gpipe", stage=3) == 8
+    assert pipeline_in_flight(4, 2, "gpipe") == 2
+    for p_, v_ in [(4, 2), (8, 4), (16, 3)]:
+        chunks = pipeline_in_flight(p_, 4 * p_, "interleaved", v_)
+        assert chunks == p_ * (v_ + 1) - 1
+        assert sp.nsimplify(sp.Rational(chunks, v_) / p_) == 1 + sp.Rational(p_ - 1, p_ * v_)
+    with pytest.raises(ValueError, match="stage must be an integer <= 3"):
+        pipeline_in_flight(4, 8, stage=4)
+
+
+# ------------------------------------------------------------------------------------ activations
+def test_stage_activations_single_gpu_is_activation_bytes_plus_ends():
+    cfg, b, s = _gpt(), 2, 32
+    lay = Layout(microbatch_size=b)
+    got = stage_activation_bytes(cfg, lay, s)
+    layers = activation_bytes(cfg, b, s)["total"]
+    sbh, V = b * s * cfg.hidden_size, cfg.vocab_size
+    assert got == layers + sbh + 2 * 2 * sbh + 4 * b * s * V
+
+
+def test_first_stage_holds_all_layers_worth_korthikanti():
+    # Korthikanti et al.: with 1F1B the first stage keeps p micro-batches of L/p layers
+    cfg, p = _gpt(L=16), 4
+    lay = Layout(pp=p, microbatches=8, tp=2, sequence_parallel=True, recompute="selective")
+    per_layer = activation_bytes(cfg, 1, 64, recompute="selective", tensor_parallel=2, sequence_parallel=True,
+                                 dropout=False)
+    first = stage_activation_bytes(cfg, lay, 64, dropout=False)
+    assert first == cfg.n_layers * per_layer["per_layer"]
+    assert stage_activation_bytes(cfg, lay, 64, 1, dropout=False) == 3 * (cfg.n_layers // p) * per_layer["per_layer"]
+
+
+def test_context_parallel_scores_see_every_key():
+    cfg, s, c = _gpt(), 64, 4
+    with_cp = stage_activation_bytes(cfg, Layout(cp=c), s, dropout=False)
+    full = activation_bytes(cfg, 1, s, dropout=False)["terms"]
+    local = activation_bytes(cfg, 1, s // c, dropout=False)["terms"]
+    # each rank: s/c queries x s keys of scores, the rest at s/c tokens
+    expect = cfg.n_layers * (sum(local.values()) - local["softmax_output"] + full["softmax_output"] // c)
+    sbh = s // c * cfg.hidden_size
+    assert with_cp == expect + 2 * 2 * sbh + 4 * (s // c) * cfg.vocab_size
+
+
+def test_memory_zero_and_most_loaded():
+    cfg = _gpt(L=8)
+    lay = Layout(pp=2, dp=4, zero_stage=1, microbatches=4)
+    rows = memory_per_stage(cfg, lay, 64)
+    for r, row in enumerate(rows):
+        n = stage_param_counts(cfg, lay)[r]["dense"]
+        state = training_state_bytes(n, zero_stage=1, n_gpus=4)
+        assert all(row[k] == state[k] for k in MEMORY_KEYS[:5])
+        assert row["total"] == state["total"] + row["activations"]
+    worst = memory_per_gpu(cfg, lay, 64)
+    assert worst["total"] == max(r["total"] for r in rows) and rows[worst["stage"]]["total"] == worst["total"]
+
+
+# ---------------------------------------------------------------------------------- communication
+def test_data_parallel_volume_zero_paper():
+    cfg = _gpt()
+    P = stage_param_counts(cfg, Layout(dp=8))[0]["dense"]
+    vols = {z: communication_bytes(cfg, Layout(dp=8, zero_stage=z), 64)["dp"] for z in (0, 1, 3)}
+    assert vols[0] == pytest.approx(2 * 7 / 8 * 2 * P)  # an all-reduce of 2-byte gradients
+    assert vols[1] == pytest.approx(vols[0])  # reduce-scatter + all-gather: the same volume
+    assert vols[3] == pytest.approx(1.5 * vols[0])  # ZeRO paper: stage 3 moves 1.5x data parallelism's
+
+
+def test_tensor_parallel_volume_narayanan():
+    # Narayanan et al.: per micro-batch and layer 8 b s h (t-1)/t elements (4 all-reduces)
+    cfg, b, s, t = _gpt(), 2, 64, 4
+    lay = Layout(tp=t, microbatch_size=b)
+    tp = communication_bytes(cfg, lay, s, bytes_per_value=1)["tp"]
+    assert tp == pytest.approx(cfg.n_layers * 8 * b * s * cfg.hidden_size * (t - 1) / t)
+    sp_lay = lay.replace(sequence_parallel=True)
+    assert communication_bytes(cfg, sp_lay, s, bytes_per_value=1, sp_saves_gathered=True)["tp"] == pytest.approx(tp)
+    # Megatron-LM re-gathers the saved shards in the backward: 2 more all-gathers per layer (10 halves, not 8)
+    assert communication_bytes(cfg, sp_lay, s, bytes_per_value=1)["tp"] == pytest.approx(1.25 * tp)
+
+
+def test_pipeline_context_expert_collectives():
+    cfg = _gpt(L=8)
+    lay = Layout(pp=4, microbatches=8, microbatch_size=2)
+    sends = {(c.phase, c.count) for c in step_collectives(cfg, lay, 64, stage=1) if c.parallelism == "pp"}
+    assert sends == {("forward", 8), ("backward", 8)}
+    first = {(c.phase, c.count) for c in step_collectives(cfg, lay, 64, stage=0) if c.parallelism == "pp"}
+    assert first == {("forward", 8)}
+    cp = [c for c in step_collectives(cfg, Layout(cp=4), 64) if c.parallelism == "cp"]
+    assert sum(c.count for c in cp) == 3 * cfg.n_layers and {c.message for c in cp} == {64 * 2 * 64 * 2}
+    moe = preset("mixtral-8x7b")
+    a2a = [c for c in step_collectives(moe, Layout(dp=8, ep=8), 4096) if c.parallelism == "ep"]
+    assert sum(c.count for c in a2a) == 4 * moe.n_layers
+    assert {c.message for c in a2a} == {4096 * moe.experts_per_token * moe.hidden_size * 2}
+
+
+def test_communication_seconds_placement():
+    cfg = preset("gpt3-175b")
+    lay = Layout(tp=8, pp=16, dp=8, microbatches=16)
+    secs = communication_seconds(cfg, lay, 2048, "A100")
+    by_hand = {"tp": 0.0, "dp": 0.0}
+    a100 = accelerator("A100")
+    for c in step_collectives(cfg, lay, 2048):
+        if c.parallelism in by_hand:
+            link = a100.scale_up if c.parallelism == "tp" else a100.scale_out  # tp in a node, dp across
+            by_hand[c.parallelism] += c.count * (collective_steps(c.kind, c.group) * link.latency
+                                                 + collective_bytes(c.kind, c.group, c.message) / link.bandwidth)
+    assert secs["tp"] == pytest.approx(by_hand["tp"]) and secs["dp"] == pytest.approx(by_hand["dp"])
+
+
+def test_dp_hiding_tokens_is_peak_over_bandwidth():
+    h100 = accelerator("H100")
+    # 2g bytes per parameter against 2/3 x 6 FLOPs per parameter and token: T = peak / beta for g = 2
+    assert dp_hiding_tokens(7e9, "H100") == pytest.approx(gpu_peak_flops("H100") / h100.scale_out.bandwidth)
+    assert dp_hiding_tokens(7e9, "H100", zero_stage=3) == pytest.approx(1.5 * dp_hiding_tokens(7e9, "H100"))
+    with pytest.raises(ValueError, match="link must be one of"):
+        dp_hiding_tokens(7e9, "H100", link="auto")
+
+
+# ------------------------------------------------------------------------------- step time, search
+def test_step_time_single_gpu_is_flops_over_rate():
+    cfg, b, s = _gpt(), 4, 64
+    for rec in ("none", "full"):
+        lay = Layout(microbatch_size=b, microbatches=2, recompute=rec)
+        est = step_time(cfg, lay, s, "H100", efficiency=0.5)
+        hw = 2 * (training_flops(cfg, b, s) + (layer_forward_flops(cfg, b, s) if rec == "full" else 0))
+        assert est["step"] == pytest.approx(hw / (0.5 * gpu_peak_flops("H100")))
+        assert est["bubble"] == 0 and est["exposed_communication"] == 0
+        assert est["mfu"] == pytest.approx(0.5 * 2 * training_flops(cfg, b, s) / hw)
+
+
+def test_step_time_bubble():
+    cfg = _gpt(L=8, h=1024, V=8)  # wide enough that the p2p sends hide behind compute
+    lay = Layout(pp=4, microbatches=8)
+    est = step_time(cfg, lay, 128, "H100", overlap=("dp", "cp", "pp", "tp", "ep"))
+    t_mb = (est["step"]) / (8 + 3)
+    assert est["bubble"] == pytest.approx(3 * t_mb)
+    assert est["exposed_communication"] == 0
+    inter = step_time(cfg, lay.replace(schedule="interleaved", virtual_stages=2), 128, "H100",
+                      overlap=("dp", "cp", "pp", "tp", "ep"))
+    assert inter["bubble"] == pytest.approx(est["bubble"] / 2)
+    with pytest.raises(ValueError, match="efficiency must lie in"):
+        step_time(cfg, lay, 128, "H100", efficiency=1.5)
+    with pytest.raises(ValueError, match="overlap must be a tuple"):
+        step_time(cfg, lay, 128, "H100", overlap=("fsdp",))
+
+
+def test_search_layouts():
+    cfg = preset("llama2-7b")
+    plans = search_layouts(cfg, 16, "A100", 4096, 64, flash_attention=True, dropout=False)
+    assert plans and all(p.layout.n_gpus == 16 and p.layout.global_batch == 64 for p in plans)
+    fitting = [p for p in plans if p.fits]
+    assert fitting and plans[:len(fitting)] == fitting
+    assert [p.step for p in fitting] == sorted(p.step for p in fitting)
+    for p in plans[:5]:
+        check_layout(cfg, p.layout, 4096)
+        assert p.memory == memory_per_gpu(cfg, p.layout, 4096, flash_attention=True, dropout=False)["total"]
+        assert p.fits == (p.memory <= accelerator("A100").memory_bytes)
