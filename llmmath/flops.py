@@ -14,11 +14,19 @@ vocabulary.
 from __future__ import annotations
 
 import numbers
+from collections import Counter
 from typing import Any
 
 import numpy as np
 
-from ._validate import check_array_positive, check_bool, check_fraction, check_int, check_positive
+from ._validate import (
+    check_array_positive,
+    check_bool,
+    check_choice,
+    check_fraction,
+    check_int,
+    check_positive,
+)
 from .config import TransformerConfig
 from .params import non_embedding_param_count
 
@@ -26,6 +34,7 @@ __all__ = [
     "FLOPS_KEYS",
     "ACTIVATION_OPS",
     "attention_pairs",
+    "ATTENTION_IMPLEMENTATIONS",
     "LAYER_KEYS",
     "flops_breakdown",
     "forward_flops",
@@ -98,7 +107,9 @@ def _check_decoder_seq(cfg: TransformerConfig, decoder_seq: Any) -> int | None:
     return None
 
 
-def attention_pairs(seq: int, *, causal: bool = True, window: int | None = None, skip_masked: bool = False) -> int:
+def attention_pairs(
+    seq: int, *, causal: bool = True, window: int | None = None, skip_masked: bool = False, tile: int | None = None
+) -> int:
     """Query-key pairs one head scores for one sequence of ``seq`` tokens.
 
     Eager attention computes the full ``s x s`` matrix and masks it afterwards: ``s^2``, whatever
@@ -106,6 +117,14 @@ def attention_pairs(seq: int, *, causal: bool = True, window: int | None = None,
     mask; with a sliding window of ``w`` keys (query ``i`` sees keys ``i - w + 1 .. i``, as
     ``transformers``' sliding-window mask) ``sum_i min(i + 1, w) = s (s + 1) / 2`` for ``s <= w``
     and ``w (w + 1) / 2 + (s - w) w`` beyond. A bidirectional (encoder) layer masks nothing.
+
+    A tiled kernel (FlashAttention) skips whole ``B x B`` tiles, not single pairs: with
+    ``tile=B`` (and ``skip_masked``) the count is the area of every tile of the ``s x s`` grid of
+    tiles (the last row and column of tiles clipped at ``s``) that holds at least one kept pair.
+    Query tile ``I`` (rows ``I B ..``, ``r_I = min(B, s - I B)`` of them) meets key tiles
+    ``J_lo .. I`` with ``J_lo = max(0, floor((I B - w + 1) / B))`` (``J_lo = 0`` without a
+    window), so it costs ``r_I (I B + r_I - J_lo B)``; causal without a window and ``B | s`` this
+    is ``B^2 n (n + 1) / 2`` for ``n = s / B`` tiles, a fraction ``(s + B) / (2 s)`` of ``s^2``.
     Derived in chapter :doc:`/chapters/transformer-flops`.
     """
     s = check_int("seq", seq)
@@ -113,11 +132,22 @@ def attention_pairs(seq: int, *, causal: bool = True, window: int | None = None,
     check_bool("skip_masked", skip_masked)
     if window is not None:
         window = check_int("window", window)
+    if tile is not None:
+        tile = check_int("tile", tile)
+        if not skip_masked:
+            raise ValueError("tile is the block size of a kernel that skips masked tiles: it needs skip_masked=True")
     if not skip_masked or not causal:
         return s * s
-    if window is None or s <= window:
-        return s * (s + 1) // 2
-    return window * (window + 1) // 2 + (s - window) * window
+    if tile is None:
+        if window is None or s <= window:
+            return s * (s + 1) // 2
+        return window * (window + 1) // 2 + (s - window) * window
+    B, total = tile, 0
+    for start in range(0, s, B):  # one query tile, rows start .. start + rows - 1
+        rows = min(B, s - start)
+        first = 0 if window is None else max(0, (start - window + 1) // B)
+        total += rows * (start + rows - first * B)
+    return total
 
 
 def _attention_flops(cfg: TransformerConfig, b: int, T_q: int, T_kv: int, pairs: int) -> dict[str, int]:
@@ -150,7 +180,8 @@ def _mlp_flops(cfg: TransformerConfig, mlp: str, T: int) -> dict[str, int]:
 
 
 def flops_breakdown(
-    cfg: TransformerConfig, batch: int, seq: int, *, skip_masked: bool = False, decoder_seq: int | None = None
+    cfg: TransformerConfig, batch: int, seq: int, *, skip_masked: bool = False, tile: int | None = None,
+    decoder_seq: int | None = None,
 ) -> dict[str, int]:
     """Exact matrix-multiply FLOPs of one forward pass, per component, summed over all layers.
 
@@ -163,7 +194,8 @@ def flops_breakdown(
     - ``attn_scores`` ``2 b a P d_head`` and ``attn_values`` ``2 b a P d_v`` with ``P`` the
       query-key pairs of :func:`attention_pairs`: ``s^2`` as eager attention computes them (also in
       sliding-window layers: the mask is applied after the product); with ``skip_masked=True`` only
-      the pairs the causal or sliding-window mask keeps.
+      the pairs the causal or sliding-window mask keeps, or with ``tile=B`` as well the whole
+      ``B x B`` tiles a tiled kernel computes.
     - ``o_proj``: ``2 T a d_v h``.
     - dense MLP: ``mlp_up``, ``mlp_down`` (and ``mlp_gate`` if gated) ``2 T h d_ff`` each.
     - mixture of experts: ``router`` ``2 T h E`` (+ ``2 T h`` for a shared-expert gate); the routed
@@ -187,6 +219,8 @@ def flops_breakdown(
     check_bool("skip_masked", skip_masked)
     if skip_masked and not cfg.causal:
         raise ValueError("skip_masked=True needs a causal model (cfg.causal is False)")
+    if tile is not None and not skip_masked:
+        raise ValueError("tile is the block size of a kernel that skips masked tiles: it needs skip_masked=True")
     s_dec = _check_decoder_seq(cfg, decoder_seq)
     s_main = s if s_dec is None else s_dec  # the tokens of the n_layers (decoder) layers
     T = b * s_main
@@ -200,7 +234,7 @@ def flops_breakdown(
 
     for spec, count in cfg.layer_counts.items():
         window = cfg.sliding_window if spec.attention == "sliding" else None
-        pairs = attention_pairs(s_main, causal=cfg.causal, window=window, skip_masked=skip_masked)
+        pairs = attention_pairs(s_main, causal=cfg.causal, window=window, skip_masked=skip_masked, tile=tile)
         add(_attention_flops(cfg, b, T, T, pairs), count)
         if s_dec is not None:  # cross-attention over the encoder's b * s outputs
             add(_attention_flops(cfg, b, T, b * s, s_dec * s), count)
@@ -214,7 +248,8 @@ def flops_breakdown(
 
 
 def forward_flops(
-    cfg: TransformerConfig, batch: int, seq: int, *, skip_masked: bool = False, decoder_seq: int | None = None
+    cfg: TransformerConfig, batch: int, seq: int, *, skip_masked: bool = False, tile: int | None = None,
+    decoder_seq: int | None = None,
 ) -> int:
     """Exact matrix-multiply FLOPs of one forward pass of ``batch`` sequences of ``seq`` tokens.
 
@@ -222,23 +257,31 @@ def forward_flops(
     this is ``L (24 b s h^2 + 4 b s^2 h) + 2 b s h V``. Derived in chapter
     :doc:`/chapters/transformer-flops`.
     """
-    return sum(flops_breakdown(cfg, batch, seq, skip_masked=skip_masked, decoder_seq=decoder_seq).values())
+    bd = flops_breakdown(cfg, batch, seq, skip_masked=skip_masked, tile=tile, decoder_seq=decoder_seq)
+    return sum(bd.values())
 
 
 def layer_forward_flops(
-    cfg: TransformerConfig, batch: int, seq: int, *, skip_masked: bool = False, decoder_seq: int | None = None
+    cfg: TransformerConfig, batch: int, seq: int, *, skip_masked: bool = False, tile: int | None = None,
+    decoder_seq: int | None = None,
 ) -> int:
     """Matrix-multiply FLOPs of the forward pass of the transformer layers only (the part
     activation recomputation runs again): the :data:`LAYER_KEYS` of :func:`flops_breakdown`.
     Derived in chapter :doc:`/chapters/transformer-flops`.
     """
-    bd = flops_breakdown(cfg, batch, seq, skip_masked=skip_masked, decoder_seq=decoder_seq)
+    bd = flops_breakdown(cfg, batch, seq, skip_masked=skip_masked, tile=tile, decoder_seq=decoder_seq)
     return sum(bd[key] for key in LAYER_KEYS)
+
+
+#: How the attention core ``softmax(Q K^T) V`` is computed: ``eager`` (the probabilities are
+#: stored for the backward pass) or ``fused`` (FlashAttention / PyTorch's SDPA kernels: the scores
+#: are recomputed in the backward pass).
+ATTENTION_IMPLEMENTATIONS = ("eager", "fused")
 
 
 def training_flops(
     cfg: TransformerConfig, batch: int, seq: int, recompute: bool = False, *, skip_masked: bool = False,
-    decoder_seq: int | None = None,
+    tile: int | None = None, decoder_seq: int | None = None, attention: str = "eager",
 ) -> int:
     """Matrix-multiply FLOPs of one training step: forward + backward (+ recomputation).
 
@@ -247,25 +290,36 @@ def training_flops(
     gradient (all of them in a transformer): ``3 F``. With ``recompute=True`` (full activation
     checkpointing of every layer, as Megatron-LM and Hugging Face's gradient checkpointing do) the
     layers' forward runs once more during the backward: ``3 F + F_layers`` (the LM head is not
-    recomputed). Derived in chapter :doc:`/chapters/transformer-flops`.
+    recomputed).
+
+    ``attention="fused"`` counts a fused attention kernel (FlashAttention, PyTorch's
+    ``scaled_dot_product_attention``), which keeps no ``s x s`` probabilities and recomputes the
+    scores ``Q K^T`` in its backward pass: the backward of the attention core is then
+    ``2 b a P (3 d_head + 2 d_v)`` instead of ``2 b a P (2 d_head + 2 d_v)``, as PyTorch's
+    registered formulas ``sdpa_flop_count`` / ``sdpa_backward_flop_count`` count it (``5/2`` of the
+    forward when ``d_v = d_head``), i.e. ``attn_scores`` of :func:`flops_breakdown` once more.
+    Derived in chapter :doc:`/chapters/transformer-flops`.
     """
     check_bool("recompute", recompute)
-    kw = dict(skip_masked=skip_masked, decoder_seq=decoder_seq)
-    fwd = forward_flops(cfg, batch, seq, **kw)
-    extra = layer_forward_flops(cfg, batch, seq, **kw) if recompute else 0
-    return 3 * fwd + extra
+    check_choice("attention", attention, ATTENTION_IMPLEMENTATIONS)
+    bd = flops_breakdown(cfg, batch, seq, skip_masked=skip_masked, tile=tile, decoder_seq=decoder_seq)
+    fwd = sum(bd.values())
+    extra = sum(bd[key] for key in LAYER_KEYS) if recompute else 0
+    fused = bd["attn_scores"] if attention == "fused" else 0
+    return 3 * fwd + extra + fused
 
 
 def training_flops_per_token(
     model: TransformerConfig | int | float, *, recompute: bool = False, seq: int | None = None,
-    decoder_seq: int | None = None,
+    decoder_seq: int | None = None, attention: str = "eager", skip_masked: bool = False, tile: int | None = None,
 ) -> float:
     """Training FLOPs per token.
 
     ``model`` a parameter count ``N``: ``6 N`` (``8 N`` with ``recompute``). ``model`` a
-    :class:`TransformerConfig`: the exact ``training_flops(cfg, 1, seq, recompute) / seq``
+    :class:`TransformerConfig`: the exact ``training_flops(cfg, 1, seq, recompute, ...) / seq``
     (``seq`` is then required; an encoder-decoder also needs ``decoder_seq`` and counts per
-    decoder token, the tokens its loss is computed on). Derived in chapter
+    decoder token, the tokens its loss is computed on). ``attention``, ``skip_masked`` and
+    ``tile`` are passed to :func:`training_flops` and need a config. Derived in chapter
     :doc:`/chapters/transformer-flops`.
     """
     check_bool("recompute", recompute)
@@ -275,10 +329,15 @@ def training_flops_per_token(
                 "seq is required when model is a TransformerConfig (FLOPs per token depend on seq)"
             )
         seq = check_int("seq", seq)
-        flops = training_flops(model, 1, seq, recompute=recompute, decoder_seq=decoder_seq)
+        flops = training_flops(model, 1, seq, recompute=recompute, decoder_seq=decoder_seq, attention=attention,
+                               skip_masked=skip_masked, tile=tile)
         return flops / (decoder_seq if model.is_encoder_decoder else seq)
     if isinstance(model, bool) or not isinstance(model, numbers.Real):
         raise TypeError(f"model must be a TransformerConfig or a parameter count, got {type(model).__name__}")
+    check_choice("attention", attention, ATTENTION_IMPLEMENTATIONS)
+    if attention != "eager" or skip_masked or tile is not None:
+        raise ValueError("attention, skip_masked and tile describe the attention products: they need a "
+                         "TransformerConfig, not a parameter count (6N has no attention term)")
     n = check_positive("model", model)
     return (8 if recompute else 6) * n
 
@@ -297,13 +356,17 @@ def approx_training_flops(n_params: Any, n_tokens: Any, flops_per_param_token: A
     return float(c) if np.ndim(c) == 0 else c
 
 
-def attention_flops_share(cfg: TransformerConfig, seq: int, *, skip_masked: bool = False) -> float:
+def attention_flops_share(
+    cfg: TransformerConfig, seq: int, *, skip_masked: bool = False, tile: int | None = None,
+    decoder_seq: int | None = None,
+) -> float:
     """Fraction of forward FLOPs spent in the two ``s x s`` attention products,
     ``(attn_scores + attn_values) / forward_flops``; for a GPT layer without the LM head
-    ``4 s^2 h / (24 s h^2 + 4 s^2 h) = s / (6 h + s)``. Derived in chapter
+    ``4 s^2 h / (24 s h^2 + 4 s^2 h) = s / (6 h + s)``. ``skip_masked``, ``tile`` and
+    ``decoder_seq`` as in :func:`flops_breakdown`. Derived in chapter
     :doc:`/chapters/transformer-flops`.
     """
-    bd = flops_breakdown(cfg, 1, seq, skip_masked=skip_masked)
+    bd = flops_breakdown(cfg, 1, seq, skip_masked=skip_masked, tile=tile, decoder_seq=decoder_seq)
     return (bd["attn_scores"] + bd["attn_values"]) / sum(bd.values())
 
 
@@ -365,35 +428,41 @@ def nonmatmul_flops(cfg: TransformerConfig, batch: int, seq: int) -> dict[str, i
     - ``norms``: 7 per element for LayerNorm (mean, center, square, sum, normalise, gain, bias),
       4 for RMSNorm, ``T h`` elements per norm.
     - ``activation``: :data:`ACTIVATION_OPS` per MLP hidden element (+1 for the gate product),
-      ``T f k`` elements per layer.
+      ``T m`` elements per layer: ``m = d_ff`` in a dense layer, ``k d_e + d_s`` in a
+      mixture-of-experts layer (routed and shared experts).
     - ``rotary``: 3 per query/key element (2 multiplies, 1 add), ``T (d_q + d_kv)`` per layer.
     - ``residual_and_bias``: 1 per element of every residual add and every bias add.
+    - ``router``: per mixture-of-experts layer a softmax over the ``E`` router logits (5 per
+      logit) and the weighted sum of the ``k`` experts' outputs (``k h``), per token.
     - ``loss``: 5 per logit (max, subtract, exp, sum, pick), ``T V``.
 
     Not exact: kernels fuse, recompute and approximate these; the point is their size next to
-    :func:`forward_flops`. Derived in chapter :doc:`/chapters/transformer-flops`.
+    :func:`forward_flops`. Only the ``n_layers`` (decoder) layers are counted. Derived in chapter
+    :doc:`/chapters/transformer-flops`.
     """
     cfg = _check_cfg(cfg)
     b, s = _check_shape(cfg, batch, seq)
     T = b * s
-    L, h, f, V = cfg.n_layers, cfg.hidden_size, cfg.ffn_size, cfg.vocab_size
-    k = cfg.experts_per_token if cfg.is_moe else 1
+    L, h, V = cfg.n_layers, cfg.hidden_size, cfg.vocab_size
     scores = b * cfg.n_heads * s * s
     per_score = 6 + (1 if cfg.causal else 0) + (1 if cfg.position == "alibi" else 0)
     norm_ops = 7 if cfg.norm == "layernorm" else 4
     n_norms = L * cfg.norms_per_layer + int(cfg.final_norm) + int(cfg.embedding_norm)
     act = ACTIVATION_OPS[cfg.activation] + (1 if cfg.ffn_kind == "gated" else 0)
-    bias = (cfg.q_dim + 2 * cfg.kv_dim) * cfg.qkv_bias + h * cfg.out_bias
     n_in = 2 if cfg.ffn_kind == "gated" else 1
-    bias += k * (n_in * f + h) * cfg.mlp_bias
-    moe = L * T * cfg.n_experts * 5 + L * T * h * k if cfg.is_moe else 0  # router softmax, weighted sum
+    counts = Counter(spec.mlp for spec in cfg.layers)
+    k = cfg.experts_per_token
+    moe_width = k * cfg.expert_ffn_size + cfg.shared_ffn_size  # hidden elements per token
+    hidden = counts["dense"] * cfg.ffn_size + counts["moe"] * moe_width  # summed over the layers
+    bias = L * ((cfg.q_dim + 2 * cfg.kv_dim) * cfg.qkv_bias + h * cfg.out_bias)
+    bias += (n_in * hidden + (counts["dense"] + counts["moe"] * k) * h) * cfg.mlp_bias
     return {
         "softmax": L * scores * per_score,
         "norms": n_norms * T * h * norm_ops,
-        "activation": L * T * f * k * act,
+        "activation": T * hidden * act,
         "rotary": L * T * (cfg.q_dim + cfg.kv_dim) * 3 if cfg.position == "rotary" else 0,
-        "residual_and_bias": L * T * (2 * h + bias) + (T * V if cfg.lm_head_bias else 0),
-        "router": moe,
+        "residual_and_bias": T * (2 * h * L + bias) + (T * V if cfg.lm_head_bias else 0),
+        "router": counts["moe"] * T * (5 * cfg.n_experts + k * h),
         "loss": 5 * T * V,
     }
 
@@ -450,23 +519,29 @@ def _utilization(tokens_per_second: Any, flops_per_token: float, n_gpus: int, pe
 
 def mfu(
     tokens_per_second: float, model: TransformerConfig | int | float, n_gpus: int, peak_flops: float,
-    *, seq: int | None = None,
+    *, seq: int | None = None, decoder_seq: int | None = None,
 ) -> float:
     """Model FLOPs utilization (Chowdhery et al. 2022): the FLOPs the model needs per token
     *without* recomputation times the measured throughput, over the peak,
-    ``tokens/s * training_flops_per_token(model) / (n_gpus * peak)``.
-    Derived in chapter :doc:`/chapters/transformer-flops`.
+    ``tokens/s * training_flops_per_token(model) / (n_gpus * peak)``. The model's FLOPs do not
+    depend on how a kernel computes them: the full ``s x s`` attention products (``P = s^2``),
+    eager backward. Derived in chapter :doc:`/chapters/transformer-flops`.
     """
-    return _utilization(tokens_per_second, training_flops_per_token(model, seq=seq), n_gpus, peak_flops)
+    c = training_flops_per_token(model, seq=seq, decoder_seq=decoder_seq)
+    return _utilization(tokens_per_second, c, n_gpus, peak_flops)
 
 
 def hfu(
     tokens_per_second: float, model: TransformerConfig | int | float, n_gpus: int, peak_flops: float,
-    *, recompute: bool = True, seq: int | None = None,
+    *, recompute: bool = True, seq: int | None = None, decoder_seq: int | None = None, attention: str = "eager",
+    skip_masked: bool = False, tile: int | None = None,
 ) -> float:
     """Hardware FLOPs utilization: like :func:`mfu` but counting the FLOPs the hardware actually
-    executes, recomputation included (``8N`` instead of ``6N`` per token with full recompute).
+    executes: recomputation included (``8N`` instead of ``6N`` per token with full recompute), a
+    fused attention's recomputed scores (``attention="fused"``) and only the tiles a kernel that
+    skips masked tiles computes (``skip_masked``, ``tile``), as :func:`training_flops` counts them.
     Derived in chapter :doc:`/chapters/transformer-flops`.
     """
-    c = training_flops_per_token(model, recompute=recompute, seq=seq)
+    c = training_flops_per_token(model, recompute=recompute, seq=seq, decoder_seq=decoder_seq, attention=attention,
+                                 skip_masked=skip_masked, tile=tile)
     return _utilization(tokens_per_second, c, n_gpus, peak_flops)

@@ -12,11 +12,12 @@ import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llmmath.config import TransformerConfig
+from llmmath.config import TransformerConfig, from_hf_config
 from llmmath.flops import (
     FLOPS_KEYS,
     approx_training_flops,
     attention_flops_share,
+    attention_pairs,
     flops_breakdown,
     forward_flops,
     hfu,
@@ -265,3 +266,185 @@ def test_forward_flops_equals_brute_force(layers, heads, group, d, ffn, vocab, g
     fwd = forward_flops(cfg, batch, seq)
     assert fwd == _brute_force_forward(cfg, batch, seq)
     assert training_flops(cfg, batch, seq) == 3 * fwd
+
+
+# ---------------------------------------------------------------------------------------------
+# Masks and tiles: brute force on a boolean mask
+# ---------------------------------------------------------------------------------------------
+
+def _kept_mask(s: int, window: int | None) -> np.ndarray:
+    """kept[q, k]: query q attends to key k (causal; within the last ``window`` keys)."""
+    q, k = np.indices((s, s))
+    kept = k <= q
+    if window is not None:
+        kept &= q - k < window
+    return kept
+
+
+def _tiled_pairs(kept: np.ndarray, tile: int) -> int:
+    """Area of every tile (clipped at the edges) that holds at least one kept pair."""
+    s = kept.shape[0]
+    return sum(kept[i:i + tile, j:j + tile].size
+               for i in range(0, s, tile) for j in range(0, s, tile) if kept[i:i + tile, j:j + tile].any())
+
+
+@settings(max_examples=60, deadline=None)
+@given(s=st.integers(1, 40), tile=st.integers(1, 12), window=st.one_of(st.none(), st.integers(1, 45)))
+def test_attention_pairs_brute_force(s, tile, window):
+    kept = _kept_mask(s, window)
+    assert attention_pairs(s, window=window) == s * s  # eager: the whole matrix
+    assert attention_pairs(s, window=window, skip_masked=True) == int(kept.sum())
+    assert attention_pairs(s, window=window, skip_masked=True, tile=tile) == _tiled_pairs(kept, tile)
+    assert attention_pairs(s, causal=False, window=window, skip_masked=True, tile=tile) == s * s
+
+
+def test_tile_fraction_closed_form():
+    # causal, B | s: n (n + 1) / 2 tiles of B^2 out of n^2, i.e. (s + B) / (2 s) (sympy)
+    n, B, i = sp.symbols("n B i", positive=True, integer=True)
+    tiles = sp.summation(i, (i, 1, n))  # query tile i meets key tiles 1 .. i
+    frac = sp.simplify(tiles * B**2 / (n * B) ** 2)
+    s_sym = sp.symbols("s", positive=True)
+    assert sp.simplify(frac.subs(n, s_sym / B) - (s_sym + B) / (2 * s_sym)) == 0
+    for s, b in [(2048, 128), (4096, 64), (1024, 1024), (512, 1)]:
+        assert sp.Rational(attention_pairs(s, skip_masked=True, tile=b), s * s) == frac.subs({n: s // b, B: b})
+
+
+def test_breakdown_with_tiles_and_layer_pattern():
+    # two full and two sliding layers: each layer's products over its own tiled mask
+    cfg = TransformerConfig(n_layers=4, hidden_size=32, n_heads=4, vocab_size=50, position="rotary",
+                            sliding_window=5, attention_types=("full", "sliding") * 2)
+    s, b, B = 23, 2, 4
+    pairs = 2 * _tiled_pairs(_kept_mask(s, None), B) + 2 * _tiled_pairs(_kept_mask(s, 5), B)
+    bd = flops_breakdown(cfg, b, s, skip_masked=True, tile=B)
+    assert bd["attn_scores"] == bd["attn_values"] == 2 * b * 4 * 8 * pairs
+    eager = flops_breakdown(cfg, b, s)
+    assert eager["attn_scores"] == 4 * 2 * b * 4 * 8 * s * s  # eager ignores the window
+    assert {k: v for k, v in bd.items() if not k.startswith("attn")} == \
+        {k: v for k, v in eager.items() if not k.startswith("attn")}
+
+
+def test_nonmatmul_moe_widths_deepseek_v3():
+    # DeepSeek-AI (2024b), section 4.2: first 3 of 61 layers dense (d_ff 18432), then 1 shared + 8 of
+    # 256 routed experts of width 2048 per token; SiLU (4) gated (+1) per hidden element
+    cfg = preset("deepseek-v3")
+    nm = nonmatmul_flops(cfg, 1, 16)
+    assert nm["activation"] == 16 * (3 * 18432 + 58 * (8 * 2048 + 2048)) * 5
+    assert nm["router"] == 58 * 16 * (5 * 256 + 8 * 7168)
+
+
+# ---------------------------------------------------------------------------------------------
+# Fused attention: PyTorch's registered SDPA formulas on the same shapes
+# ---------------------------------------------------------------------------------------------
+
+def _attention_calls(name: str, d: dict, s: int, s_dec: int | None) -> list[tuple[int, int, int, int, int, int, int]]:
+    """(count, a, a_kv, s_q, s_k, d_qk, d_v) of every attention call of the model of ``d``, read
+    from the config dict (independently of llmmath)."""
+    if d["model_type"] == "t5":
+        a, dk = d["num_heads"], d["d_kv"]
+        n_dec = d.get("num_decoder_layers", d["num_layers"])
+        return [(d["num_layers"], a, a, s, s, dk, dk), (n_dec, a, a, s_dec, s_dec, dk, dk),
+                (n_dec, a, a, s_dec, s, dk, dk)]
+    if d["model_type"] == "gpt2":
+        a = d["n_head"]
+        return [(d["n_layer"], a, a, s, s, d["n_embd"] // a, d["n_embd"] // a)]
+    a, L = d["num_attention_heads"], d["num_hidden_layers"]
+    if d["model_type"].startswith("deepseek"):  # MLA: keys of nope + rope features, narrower values
+        return [(L, a, a, s, s, d["qk_nope_head_dim"] + d["qk_rope_head_dim"], d["v_head_dim"])]
+    dh = d.get("head_dim", d["hidden_size"] // a)
+    return [(L, a, d.get("num_key_value_heads", a), s, s, dh, dh)]
+
+
+def _sdpa_registered(b: int, a: int, a_kv: int, s_q: int, s_k: int, d_qk: int, d_v: int) -> tuple[int, int]:
+    """Forward and backward FLOPs of one SDPA call, from the formulas torch.utils.flop_counter
+    registers for the flash-attention kernels (GQA shapes: a_kv key/value heads)."""
+    torch = pytest.importorskip("torch")
+    from torch.utils.flop_counter import flop_registry
+
+    aten = torch.ops.aten
+    q, k, v, out = (b, a, s_q, d_qk), (b, a_kv, s_k, d_qk), (b, a_kv, s_k, d_v), (b, a, s_q, d_v)
+    fwd = flop_registry[aten._scaled_dot_product_flash_attention](q, k, v)
+    bwd = flop_registry[aten._scaled_dot_product_flash_attention_backward](out, q, k, v)
+    return fwd, bwd
+
+
+def _eager_core_counted(b: int, a: int, s_q: int, s_k: int, d_qk: int, d_v: int, backward: bool) -> int:
+    """FlopCounterMode on eager attention, softmax(Q K^T) V, forward (+ backward) (keys and values
+    repeated to the a query heads, as transformers' eager attention does)."""
+    torch = pytest.importorskip("torch")
+    from torch.utils.flop_counter import FlopCounterMode
+
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(b, a, n, dd, generator=g, requires_grad=True)
+               for n, dd in ((s_q, d_qk), (s_k, d_qk), (s_k, d_v)))
+    with FlopCounterMode(display=False) as counter:
+        out = torch.softmax(q @ k.transpose(-1, -2), dim=-1) @ v
+        if backward:
+            out.sum().backward()
+    return counter.get_total_flops()
+
+
+_FUSED_CASES = ["gpt2-mha", "llama-gqa", "deepseek_v3-mla", "gemma2-local-global", "t5-relu-tied"]
+
+
+@pytest.mark.parametrize("case", _FUSED_CASES)
+def test_fused_attention_equals_registered_sdpa_formulas(case):
+    """The model counted with eager attention (FlopCounterMode on transformers), with every
+    eager attention core swapped for what PyTorch's registered SDPA formulas charge."""
+    hf_reference = pytest.importorskip("hf_reference")
+    d = hf_reference.CASES[case]
+    cfg = from_hf_config(d)
+    b, s = 2, 6
+    s_dec = 4 if d["model_type"] == "t5" else None
+    want = hf_reference.counted_flops(d, b, s, "train", s_dec)
+    for count, a, a_kv, s_q, s_k, d_qk, d_v in _attention_calls(case, d, s, s_dec):
+        fwd, bwd = _sdpa_registered(b, a, a_kv, s_q, s_k, d_qk, d_v)
+        want += count * (fwd + bwd - _eager_core_counted(b, a, s_q, s_k, d_qk, d_v, backward=True))
+    assert training_flops(cfg, b, s, decoder_seq=s_dec, attention="fused") == want
+    per_token = want / (b * (s_dec or s))
+    assert hfu(1e3, cfg, 2, 1e12, recompute=False, seq=s, decoder_seq=s_dec, attention="fused") == \
+        pytest.approx(1e3 * per_token / 2e12, rel=1e-12)
+
+
+@pytest.mark.parametrize("case", ["gpt2-mha", "deepseek_v3-mla"])
+def test_fused_attention_with_recompute(case):
+    """Checkpointed layers: the recomputed forward runs the fused kernel's forward once more."""
+    hf_reference = pytest.importorskip("hf_reference")
+    d = hf_reference.CASES[case]
+    b, s = 2, 6
+    want = hf_reference.counted_flops(d, b, s, "recompute")
+    for count, a, a_kv, s_q, s_k, d_qk, d_v in _attention_calls(case, d, s, None):
+        fwd, bwd = _sdpa_registered(b, a, a_kv, s_q, s_k, d_qk, d_v)
+        eager = _eager_core_counted(b, a, s_q, s_k, d_qk, d_v, backward=True) + \
+            _eager_core_counted(b, a, s_q, s_k, d_qk, d_v, backward=False)
+        want += count * (2 * fwd + bwd - eager)
+    assert training_flops(from_hf_config(d), b, s, recompute=True, attention="fused") == want
+
+
+def test_sdpa_backward_ratio_gpt3_and_mla():
+    # torch's formulas: backward / forward = 5/2 when d_qk = d_v; (3 d_qk + 2 d_v) / (d_qk + d_v) for MLA
+    for cfg, s in [(preset("gpt3-175b"), 2048), (preset("deepseek-v3"), 4096)]:
+        a, d_qk, d_v, L = cfg.n_heads, cfg.head_dim, cfg.v_head_dim, cfg.n_layers
+        fwd, bwd = _sdpa_registered(1, a, a, s, s, d_qk, d_v)
+        eager, fused = training_flops(cfg, 1, s), training_flops(cfg, 1, s, attention="fused")
+        assert fused - eager == L * (bwd - 2 * fwd)
+        assert sp.Rational(bwd, fwd) == sp.Rational(3 * d_qk + 2 * d_v, d_qk + d_v)
+
+
+def test_fused_and_tile_bad_input():
+    cfg = _gpt()
+    with pytest.raises(ValueError, match="attention"):
+        training_flops(cfg, 1, 8, attention="flash")
+    with pytest.raises(TypeError, match="attention"):
+        training_flops(cfg, 1, 8, attention=None)
+    with pytest.raises(ValueError, match="TransformerConfig"):
+        training_flops_per_token(1e9, attention="fused")
+    with pytest.raises(ValueError, match="TransformerConfig"):
+        hfu(1e5, 1e9, 1, 1e15, skip_masked=True)
+    with pytest.raises(ValueError, match="skip_masked"):
+        forward_flops(cfg, 1, 8, tile=4)
+    with pytest.raises(ValueError, match="skip_masked"):
+        attention_pairs(8, tile=4)
+    with pytest.raises(ValueError, match="tile"):
+        attention_pairs(8, skip_masked=True, tile=0)
+    with pytest.raises(TypeError, match="tile"):
+        flops_breakdown(cfg, 1, 8, skip_masked=True, tile=2.0)
