@@ -475,6 +475,46 @@ def _moe_active() -> int:
     return active_param_count(preset("mistral-7b").replace(n_experts=_moe_experts(), experts_per_token=2))
 
 
+def _mla_lite(what: str) -> float:
+    from .memory import kv_cache_bytes
+    from .params import param_breakdown
+    from .presets import preset
+
+    cfg = preset("deepseek-v2-lite")
+    if what == "weights":  # the matrices of one attention block, its latent norm aside
+        return param_breakdown(cfg)["attention"] // cfg.n_layers
+    latent = kv_cache_bytes(cfg, 1, 32768, 2)
+    return latent if what == "cache" else kv_cache_bytes(cfg, 1, 32768, 2, mla="expanded") / latent
+
+
+def _shared_expert(what: str) -> int:
+    from .params import active_param_count, param_breakdown
+    from .presets import preset
+
+    cfg = preset("qwen1.5-moe-a2.7b")
+    b = param_breakdown(cfg)
+    wide = cfg.shared_ffn_size // cfg.expert_ffn_size
+    return {"block": (b["mlp"] + b["shared_experts"] + b["router"]) // cfg.n_layers,
+            "active": active_param_count(cfg), "wide": wide, "k": cfg.experts_per_token + wide}[what]
+
+
+def _v3_all_sparse(active: bool) -> int:
+    from .params import active_param_count, param_count
+    from .presets import preset
+
+    cfg = preset("deepseek-v3").replace(mlp_types=())  # no layer pattern: every layer sparse
+    return active_param_count(cfg) if active else param_count(cfg)
+
+
+def _qk_norm_params(name: str) -> int:
+    from .params import param_count
+    from .presets import preset
+
+    cfg = preset(name)
+    return param_count(cfg) - param_count(cfg.replace(qk_norm="none"))
+
+
+
 def _llama2_7b_forward(what: str) -> float:
     from .flops import flops_breakdown
     from .params import param_count
@@ -681,6 +721,30 @@ _OTHERS = [
                  lambda: _preset_params("qwen2-0.5b", tie_embeddings=False)),
               _p("qwen7_tied", "parameters of Qwen2-7B with a tied head",
                  lambda: _preset_params("qwen2-7b", tie_embeddings=True)))),
+    Exercise("params-ex-mla", "params-mla", "Multi-head latent attention",
+             "DeepSeek-V2-Lite; a 16-bit cache of one sequence of 32,768 tokens.",
+             (_p("attention_weights", "weights of the matrices of one attention block (its norm aside)",
+                 lambda: _mla_lite("weights")),
+              _p("cache_bytes", "bytes of the latent cache over all layers", lambda: _mla_lite("cache")),
+              _p("cache_ratio", "the cache with the heads decompressed / the latent cache",
+                 lambda: _mla_lite("ratio"), 1e-6))),
+    Exercise("params-ex-shared", "params-moe", "Mixture of experts: shared experts, dense layers, active parameters",
+             "Qwen1.5-MoE-A2.7B as described.",
+             (_p("moe_block", "parameters of one sparse MLP block (experts, shared expert, router, gate)",
+                 lambda: _shared_expert("block")),
+              _p("shared_active", "the model's active parameter count", lambda: _shared_expert("active")),
+              _p("shared_width", "the shared expert's width in routed experts", lambda: _shared_expert("wide")),
+              _p("k_equivalent", "routed experts per token for the same MLP width without it",
+                 lambda: _shared_expert("k")))),
+    Exercise("params-ex-dense-first", "params-moe",
+             "Mixture of experts: shared experts, dense layers, active parameters",
+             "DeepSeek-V3 with first_k_dense_replace = 0.",
+             (_p("total_all_sparse", "its parameter count", lambda: _v3_all_sparse(False)),
+              _p("active_all_sparse", "its active parameter count", lambda: _v3_all_sparse(True)))),
+    Exercise("params-ex-qknorm", "params-norms", "Where the norms sit: QK-norm and Gemma 2's four norms",
+             "Qwen3-32B and OLMo-2-13B, all layers.",
+             (_p("qwen3_qk", "QK-norm parameters of Qwen3-32B", lambda: _qk_norm_params("qwen3-32b")),
+              _p("olmo2_qk", "QK-norm parameters of OLMo-2-13B", lambda: _qk_norm_params("olmo-2-13b")))),
     Exercise("flops-ex-llama", "flops-exercises", "Exercises", "Llama 2 7B, one sequence of 4096 tokens.",
              (_p("forward_flops", "forward FLOPs", lambda: _llama2_7b_forward("forward")),
               _p("ratio_2n", "FLOPs per token / (2N)", lambda: _llama2_7b_forward("ratio"), 1e-3),

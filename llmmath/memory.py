@@ -6,7 +6,7 @@ or GiB (``2^30``). Optimizer state sizes come from :func:`llmmath.optim.state_by
 
 Symbols: ``s`` sequence length, ``b`` micro-batch, ``h`` hidden size, ``a`` heads, ``a_kv`` key/value
 heads, ``d_q = a d_head``, ``d_kv = a_kv d_head``, ``d_ff`` MLP width, ``L`` layers, ``t`` tensor-parallel
-size, ``P`` parameters.
+size, ``P`` parameters, ``w`` sliding window.
 """
 
 from __future__ import annotations
@@ -30,11 +30,12 @@ __all__ = [
     "weight_bytes",
     "training_state_bytes",
     "activation_bytes",
+    "recompute_flops",
     "kv_cache_bytes",
     "MLA_CACHES",
     "largest_batch",
     "saved_tensors_by_node",
-    "hf_gpt2_block_saved_bytes",
+    "hf_layer_saved_bytes",
 ]
 
 # ---------------------------------------------------------------------------------------------
@@ -133,14 +134,18 @@ def training_state_bytes(
 # ---------------------------------------------------------------------------------------------
 
 RECOMPUTE_MODES: tuple[str, ...] = ("none", "selective", "full")
-ACTIVATION_IMPLEMENTATIONS: tuple[str, ...] = ("korthikanti", "hf-gpt2")
+#: ``korthikanti``: the paper's convention (16-bit values, 1-byte masks, norm statistics
+#: neglected); ``hf-gpt2`` and ``hf-llama``: exactly what PyTorch keeps for a ``transformers``
+#: ``GPT2Block`` / ``LlamaDecoderLayer`` (eager attention, or SDPA's fused kernel with
+#: ``flash_attention=True``).
+ACTIVATION_IMPLEMENTATIONS: tuple[str, ...] = ("korthikanti", "hf-gpt2", "hf-llama")
 
 #: Keys of ``activation_bytes(...)["terms"]``, in the forward order of one layer.
 ACTIVATION_TERMS: tuple[str, ...] = (
-    "layer_input", "attn_norm_input", "attn_norm_stats", "qkv_input", "q", "k", "v",
-    "softmax_output", "attn_dropout_mask", "attn_dropout_output", "out_proj_input",
-    "attn_residual_dropout_mask", "mlp_norm_input", "mlp_norm_stats", "fc1_input", "activation",
-    "fc2_input", "mlp_dropout_mask",
+    "layer_input", "attn_norm_input", "attn_norm_stats", "attn_norm_normalized", "qkv_input", "q", "k",
+    "v", "softmax_output", "attn_dropout_mask", "attn_dropout_output", "attn_lse", "out_proj_input",
+    "attn_residual_dropout_mask", "mlp_norm_input", "mlp_norm_stats", "mlp_norm_normalized", "fc1_input",
+    "activation", "fc2_input", "mlp_dropout_mask",
 )
 
 #: Distinct ``b x s x d_ff`` storages that a ``transformers`` GPT-2 MLP keeps for backward, by
@@ -153,21 +158,90 @@ HF_ACTIVATION_SAVED_TENSORS: dict[str, int] = {
     "relu": 1, "tanh": 1, "silu": 2, "swish": 2,
 }
 
+_FP32 = 4  # bytes of the values an implementation keeps in FP32 whatever the model's dtype
 
-def _check_hf_gpt2(cfg: TransformerConfig, recompute: str, flash: bool, t: int) -> None:
+
+def _check_hf(cfg: TransformerConfig, implementation: str, recompute: str, flash: bool, dropout: bool,
+              t: int, norm_stat_bytes: int) -> None:
+    """Raise ``ValueError`` listing what the measured ``transformers`` layer does not cover."""
     problems = []
     if recompute != "none":
         problems.append(f"recompute={recompute!r} (only 'none')")
-    if flash:
-        problems.append("flash_attention=True (eager attention only)")
     if t != 1:
         problems.append(f"tensor_parallel={t} (only 1)")
-    if cfg.ffn_kind != "mlp" or cfg.norm != "layernorm" or cfg.parallel_block:
-        problems.append("a non-GPT-2 block (needs ffn_kind='mlp', norm='layernorm', sequential block)")
-    if cfg.n_kv_heads != cfg.n_heads or cfg.q_dim != cfg.hidden_size:
-        problems.append("n_kv_heads != n_heads or n_heads * head_dim != hidden_size")
+    if flash and dropout:
+        problems.append("flash_attention=True with dropout (PyTorch's CPU fused kernel takes no dropout: "
+                        "SDPA then runs its unfused math path)")
+    if cfg.parallel_block or cfg.is_moe or cfg.kv_lora_rank or cfg.qk_norm != "none" or cfg.norms_per_layer != 2:
+        problems.append("a parallel block, mixture of experts, latent attention, QK-norm or norms_per_layer != 2")
+    if implementation == "hf-gpt2":
+        if cfg.ffn_kind != "mlp" or cfg.norm != "layernorm":
+            problems.append("a non-GPT-2 block (needs ffn_kind='mlp', norm='layernorm')")
+        if cfg.n_kv_heads != cfg.n_heads or cfg.q_dim != cfg.hidden_size:
+            problems.append("n_kv_heads != n_heads or n_heads * head_dim != hidden_size")
+    else:
+        if cfg.ffn_kind != "gated" or cfg.norm != "rmsnorm" or cfg.position != "rotary":
+            problems.append("a non-Llama layer (needs ffn_kind='gated', norm='rmsnorm', position='rotary')")
+        if norm_stat_bytes != _FP32:
+            problems.append(f"bytes_per_norm_stat={norm_stat_bytes} (Llama's RMSNorm computes in FP32 on "
+                            "every device: 4)")
     if problems:
-        raise ValueError("implementation='hf-gpt2' does not support " + "; ".join(problems))
+        raise ValueError(f"implementation={implementation!r} does not support " + "; ".join(problems))
+
+
+def _layer_terms(cfg: TransformerConfig, b: int, s: int, B: int, M: int, N: int, recompute: str,
+                 flash: bool, drop: bool, t: int, rep: int, implementation: str) -> dict[str, int]:
+    """The terms of one layer (see :func:`activation_bytes`)."""
+    h, a, dq, dkv, dff = cfg.hidden_size, cfg.n_heads, cfg.q_dim, cfg.kv_dim, cfg.ffn_size
+    sb, s2ab = s * b, a * s * s * b
+    terms = dict.fromkeys(ACTIVATION_TERMS, 0)
+    if recompute == "full":
+        terms["layer_input"] = B * sb * h // rep
+        return terms
+    keep_scores = recompute == "none" and not flash
+    gated = cfg.ffn_kind == "gated"
+    act_values = 3 * dff if gated else dff
+    terms.update(
+        attn_norm_input=B * sb * h // rep,
+        qkv_input=B * sb * h // rep,
+        q=B * sb * dq // t,
+        k=B * sb * dkv // t,
+        v=B * sb * dkv // t,
+        softmax_output=B * s2ab // t if keep_scores else 0,
+        attn_dropout_mask=M * s2ab // t if keep_scores and drop else 0,
+        attn_dropout_output=B * s2ab // t if keep_scores and drop else 0,
+        attn_lse=_FP32 * a * sb // t if flash else 0,
+        out_proj_input=B * sb * dq // t,
+        attn_residual_dropout_mask=M * sb * h // rep if drop else 0,
+        mlp_norm_input=B * sb * h // rep,
+        fc1_input=B * sb * h // rep,
+        activation=B * sb * act_values // t,
+        fc2_input=B * sb * dff // t,
+        mlp_dropout_mask=M * sb * h // rep if drop else 0,
+    )
+    if implementation == "hf-gpt2":
+        terms.update(attn_norm_stats=2 * N * sb, mlp_norm_stats=2 * N * sb,
+                     activation=B * sb * (HF_ACTIVATION_SAVED_TENSORS[cfg.activation] - 1) * dff)
+    elif implementation == "hf-llama":
+        # RMSNorm upcasts its input to FP32 (kept), keeps 1/rms (FP32) and the normalised x (model
+        # dtype) for its gain; eager attention multiplies by K and V repeated to all a heads (copies
+        # of d_q), keeps the FP32 softmax and the probabilities the product with V reads (the
+        # dropout output, or the 16-bit cast of the FP32 softmax: none in FP32); the SwiGLU MLP keeps
+        # the activation's own tensors, its output and the up projection, then the product.
+        norm = dict(input=_FP32 * sb * h, stats=_FP32 * sb, normalized=B * sb * h)
+        terms.update({f"{block}_norm_{k}": v for block in ("attn", "mlp") for k, v in norm.items()})
+        terms.update(
+            softmax_output=_FP32 * s2ab if keep_scores else 0,
+            attn_dropout_output=B * s2ab if keep_scores and (drop or B != _FP32) else 0,
+            attn_residual_dropout_mask=0,
+            mlp_dropout_mask=0,
+            activation=B * sb * (HF_ACTIVATION_SAVED_TENSORS[cfg.activation] + 1) * dff,
+        )
+        if not flash and not (cfg.n_kv_heads == 1 and b == 1):
+            # repeat_kv expands K and V to a heads; the batched matmul copies them unless the
+            # expansion is a view it can use (a single sequence with a single K/V head: stride 0)
+            terms.update(k=B * sb * dq, v=B * sb * dq)
+    return terms
 
 
 def activation_bytes(
@@ -193,18 +267,34 @@ def activation_bytes(
     mask ``as^2b`` and output ``2as^2b``, projection input ``2sbh``, two dropout masks ``2 x sbh``,
     MLP input ``2sbh``, activation input and second-linear input ``2 x 8sbh``; norm statistics are
     neglected. The terms use ``d_q``, ``d_kv``, ``d_ff`` of ``cfg`` (GQA/MQA aware); a gated MLP keeps
-    gate input, up output and gate output (``activation``: ``3 s b d_ff`` values) plus the product.
-    ``recompute="selective"`` and ``flash_attention`` drop the ``s^2`` terms; ``"full"`` keeps only
-    the layer input (``2sbh``). ``tensor_parallel = t`` divides the terms inside the tensor-parallel
-    regions by ``t`` (``sbh(10 + 24/t + 5as/(ht))``); ``sequence_parallel`` divides the rest too
+    the gate projection's output, the activation's output and the up projection's output
+    (``activation``: ``3 s b d_ff`` values) plus their product (``fc2_input``).
+    ``recompute="selective"`` drops the ``s^2`` terms; ``flash_attention`` (a fused kernel,
+    FlashAttention-2 or PyTorch's SDPA) drops them too and keeps one FP32 log-sum-exp per query
+    row and head instead (``attn_lse``: ``4 a s b`` bytes); ``"full"`` keeps only the layer input
+    (``2sbh``). ``tensor_parallel = t`` divides the terms inside the tensor-parallel regions by
+    ``t`` (``sbh(10 + 24/t + 5as/(ht))``); ``sequence_parallel`` divides the rest too
     (``sbh(34/t + 5as/(ht))``). ``dropout=False`` removes masks and the extra dropout output.
 
     ``implementation="hf-gpt2"``: exactly the storages PyTorch keeps for a ``transformers``
-    ``GPT2Block`` in eager mode (no recomputation, no parallelism): the terms above plus each
-    LayerNorm's mean and reciprocal std (``2sb`` values of ``bytes_per_norm_stat`` bytes) and the
-    activation's own intermediates (:data:`HF_ACTIVATION_SAVED_TENSORS`). On CPU pass
-    ``bytes_per_mask = bytes_per_norm_stat = bytes_per_value`` (dropout keeps a scaled mask in
-    the input's dtype; LayerNorm statistics are in the input's dtype).
+    ``GPT2Block`` (no recomputation, no parallelism): the terms above plus each LayerNorm's mean
+    and reciprocal std (``2sb`` values of ``bytes_per_norm_stat`` bytes) and the activation's own
+    intermediates (:data:`HF_ACTIVATION_SAVED_TENSORS`). On CPU pass ``bytes_per_mask =
+    bytes_per_norm_stat = bytes_per_value`` (dropout keeps a scaled mask in the input's dtype;
+    LayerNorm statistics are in the input's dtype).
+
+    ``implementation="hf-llama"``: exactly the storages of a ``transformers`` ``LlamaDecoderLayer``
+    (RMSNorm, rotary positions, gated MLP; Mistral's and Qwen2's layers are the same). Each RMSNorm
+    keeps an FP32 copy of its input (``4sbh``), ``1/rms`` (``4sb``) and the normalised input
+    (``B sbh``); eager attention keeps ``Q``, ``K`` and ``V`` repeated to all ``a`` heads (``3 B sb
+    d_q``, whatever ``a_kv``; only MQA at ``b = 1`` keeps ``K``, ``V`` as broadcast views, ``B sb
+    d_kv``), the FP32 softmax (``4as^2b``) and, unless the model is FP32 without
+    dropout, the probabilities the product with ``V`` reads (``B as^2b``); with dropout (Llama's
+    ``attention_dropout``) also its mask; the MLP keeps
+    ``HF_ACTIVATION_SAVED_TENSORS[act] + 2`` storages of width ``d_ff`` (SwiGLU: gate output, SiLU
+    output, up output, product). ``flash_attention=True`` is SDPA's fused CPU kernel: ``Q`` (``B sb
+    d_q``), ``K``, ``V`` (``B sb d_kv`` each: GQA without copies), the output (which is the output
+    projection's input) and the FP32 log-sum-exp ``4asb``; it takes no dropout.
 
     Returns ``{"terms": {name: bytes per layer}, "per_layer": int, "total": int}`` with
     ``total = L * per_layer`` (embeddings, final norm and logits are not included), per GPU.
@@ -222,48 +312,50 @@ def activation_bytes(
     t = check_int("tensor_parallel", tensor_parallel)
     sp = check_bool("sequence_parallel", sequence_parallel)
     check_choice("implementation", implementation, ACTIVATION_IMPLEMENTATIONS)
-    hf = implementation == "hf-gpt2"
-    if hf:
-        _check_hf_gpt2(cfg, recompute, flash, t)
+    if implementation != "korthikanti":
+        _check_hf(cfg, implementation, recompute, flash, drop, t, N)
     for name, dim in (("n_heads", cfg.n_heads), ("n_kv_heads", cfg.n_kv_heads), ("ffn_size", cfg.ffn_size)):
         if dim % t:
             raise ValueError(f"tensor_parallel={t} must divide {name}={dim}")
     if sp and s % t:
         raise ValueError(f"sequence_parallel needs tensor_parallel={t} to divide seq={s}")
-
-    h, a, dq, dkv, dff = cfg.hidden_size, cfg.n_heads, cfg.q_dim, cfg.kv_dim, cfg.ffn_size
-    sb, s2ab = s * b, a * s * s * b
     rep = t if sp else 1  # divisor of the terms outside the tensor-parallel regions
-    terms = dict.fromkeys(ACTIVATION_TERMS, 0)
-    if recompute == "full":
-        terms["layer_input"] = B * sb * h // rep
-    else:
-        keep_scores = recompute == "none" and not flash
-        gated = cfg.ffn_kind == "gated"
-        act_values = 3 * dff if gated else dff
-        if hf:
-            act_values = (HF_ACTIVATION_SAVED_TENSORS[cfg.activation] - 1) * dff
-        terms.update(
-            attn_norm_input=B * sb * h // rep,
-            attn_norm_stats=2 * N * sb if hf else 0,
-            qkv_input=B * sb * h // rep,
-            q=B * sb * dq // t,
-            k=B * sb * dkv // t,
-            v=B * sb * dkv // t,
-            softmax_output=B * s2ab // t if keep_scores else 0,
-            attn_dropout_mask=M * s2ab // t if keep_scores and drop else 0,
-            attn_dropout_output=B * s2ab // t if keep_scores and drop else 0,
-            out_proj_input=B * sb * dq // t,
-            attn_residual_dropout_mask=M * sb * h // rep if drop else 0,
-            mlp_norm_input=B * sb * h // rep,
-            mlp_norm_stats=2 * N * sb if hf else 0,
-            fc1_input=B * sb * h // rep,
-            activation=B * sb * act_values // t,
-            fc2_input=B * sb * dff // t,
-            mlp_dropout_mask=M * sb * h // rep if drop else 0,
-        )
+    terms = _layer_terms(cfg, b, s, B, M, N, recompute, flash, drop, t, rep, implementation)
     per_layer = sum(terms.values())
     return {"terms": terms, "per_layer": per_layer, "total": cfg.n_layers * per_layer}
+
+
+def recompute_flops(
+    cfg: TransformerConfig, batch: int, seq: int, *, recompute: str = "selective", flash_attention: bool = False,
+    skip_masked: bool = False,
+) -> int:
+    """Matrix-multiply FLOPs a training step runs a second time to save activation memory.
+
+    From :func:`llmmath.flops.flops_breakdown` (summed over the layers):
+
+    - ``recompute="none"``: 0, or with ``flash_attention`` the ``attn_scores`` ``Q K^T``, which a
+      fused kernel recomputes in its backward pass (its probabilities were never stored);
+    - ``"selective"`` (Megatron-LM checkpoints the attention core): its forward runs again,
+      ``attn_scores + attn_values``; with ``flash_attention`` nothing is left to recompute but the
+      fused kernel's own ``attn_scores``;
+    - ``"full"``: the forward of every layer (:data:`llmmath.flops.LAYER_KEYS`), plus
+      ``attn_scores`` again with ``flash_attention``.
+
+    ``skip_masked`` counts only the query-key pairs the mask keeps (see
+    :func:`llmmath.flops.attention_pairs`). Softmax, dropout and norms are not matrix multiplies
+    and are not counted. Derived in chapter :doc:`/chapters/memory`.
+    """
+    from .flops import LAYER_KEYS, flops_breakdown
+
+    check_choice("recompute", recompute, RECOMPUTE_MODES)
+    flash = check_bool("flash_attention", flash_attention)
+    bd = flops_breakdown(cfg, batch, seq, skip_masked=skip_masked)
+    fused = bd["attn_scores"] if flash else 0
+    if recompute == "full":
+        return sum(bd[key] for key in LAYER_KEYS) + fused
+    if recompute == "selective" and not flash:
+        return bd["attn_scores"] + bd["attn_values"]
+    return fused
 
 
 #: What a multi-head-latent-attention cache holds per token and layer: ``latent`` (the compressed
@@ -285,7 +377,8 @@ def kv_cache_bytes(
     Read from the config's layer pattern:
 
     - a sliding-window layer keeps only the last ``w - 1`` tokens (the next token is the ``w``-th
-      key it sees): ``min(context, w - 1)`` tokens, as ``transformers``' sliding-window cache;
+      key it sees): ``min(context, w - 1)`` tokens, as ``transformers``' sliding-window cache (the
+      rolling buffer of Jiang et al. 2023, Mistral 7B, has ``w`` slots: one token more);
     - multi-head latent attention keeps ``r_kv + d_r`` values per token and layer
       (``mla="latent"``, as ``transformers`` and serving engines do), or ``a (d_head + d_v)``
       (``mla="expanded"``, the decompressed heads);
@@ -385,43 +478,74 @@ def saved_tensors_by_node(output: Any, exclude: Iterable[Any] = ()) -> list[tupl
     return rows
 
 
-def hf_gpt2_block_saved_bytes(
-    cfg: TransformerConfig, batch: int, seq: int, dtype: str = "fp32", dropout: float = 0.1, seed: int = 0
-) -> dict[str, Any]:
-    """Measure the bytes PyTorch saves for backward in one ``transformers`` ``GPT2Block``.
+def _hf_layer(cfg: TransformerConfig, implementation: str, seq: int, dropout: float, sdpa: bool) -> tuple[Any, dict]:
+    """The ``transformers`` layer of ``cfg`` (``GPT2Block`` or ``LlamaDecoderLayer``) and the
+    keyword arguments of its forward call other than the hidden states' mask."""
+    from transformers import GPT2Config, LlamaConfig
+    from transformers.models.gpt2.modeling_gpt2 import GPT2Block
+    from transformers.models.llama.modeling_llama import LlamaDecoderLayer
 
-    Builds the block with the shapes of ``cfg`` (eager attention, ``attn_pdrop = resid_pdrop =
-    dropout``, ``train()`` mode, CPU), runs it on a random ``(batch, seq, h)`` input with a causal
-    mask inside ``torch.autograd.graph.saved_tensors_hooks`` and sums the saved storages, each
-    counted once (deduplicated by ``untyped_storage().data_ptr()``), parameters excluded.
+    if implementation == "hf-gpt2":
+        hf_cfg = GPT2Config(
+            n_embd=cfg.hidden_size, n_head=cfg.n_heads, n_inner=cfg.ffn_size, n_layer=1, n_positions=seq,
+            activation_function=cfg.activation, attn_pdrop=dropout, resid_pdrop=dropout, embd_pdrop=dropout,
+        )
+        hf_cfg._attn_implementation = "sdpa" if sdpa else "eager"
+        return GPT2Block(hf_cfg, layer_idx=0), hf_cfg
+    hf_cfg = LlamaConfig(
+        hidden_size=cfg.hidden_size, num_attention_heads=cfg.n_heads, num_key_value_heads=cfg.n_kv_heads,
+        head_dim=cfg.head_dim, intermediate_size=cfg.ffn_size, hidden_act=cfg.activation, num_hidden_layers=1,
+        attention_bias=cfg.qkv_bias, mlp_bias=cfg.mlp_bias, attention_dropout=dropout, vocab_size=cfg.vocab_size,
+        max_position_embeddings=max(seq, cfg.max_position or 0),
+    )
+    hf_cfg._attn_implementation = "sdpa" if sdpa else "eager"
+    return LlamaDecoderLayer(hf_cfg, layer_idx=0), hf_cfg
+
+
+def hf_layer_saved_bytes(
+    cfg: TransformerConfig, batch: int, seq: int, dtype: str = "fp32", *, implementation: str = "hf-gpt2",
+    flash_attention: bool = False, dropout: float = 0.0, seed: int = 0,
+) -> dict[str, Any]:
+    """Measure the bytes PyTorch saves for backward in one ``transformers`` layer.
+
+    Builds the layer of ``implementation`` with the shapes of ``cfg`` (``hf-gpt2``: a
+    ``GPT2Block`` with ``attn_pdrop = resid_pdrop = dropout``; ``hf-llama``: a ``LlamaDecoderLayer``
+    with ``attention_dropout = dropout``) in ``train()`` mode on the CPU, with eager attention or,
+    with ``flash_attention``, ``attn_implementation="sdpa"`` (PyTorch's fused CPU kernel, causal
+    through ``is_causal``). It runs the layer on a random ``(batch, seq, h)`` input (eager: with an
+    additive causal mask) inside ``torch.autograd.graph.saved_tensors_hooks`` and sums the saved
+    storages, each counted once (deduplicated by ``untyped_storage().data_ptr()``), the parameters
+    and the rotary ``cos``/``sin`` tables (computed once by the model for all its layers) excluded.
     Returns ``{"total": bytes, "tensors": saved_tensors_by_node(...)}``; the two counts agree.
     Derived in chapter :doc:`/chapters/memory`.
     """
     import torch
-    from transformers import GPT2Config
-    from transformers.models.gpt2.modeling_gpt2 import GPT2Block
 
     if not isinstance(cfg, TransformerConfig):
         raise TypeError(f"cfg must be a TransformerConfig, got {type(cfg).__name__}")
-    _check_hf_gpt2(cfg, "none", False, 1)
+    check_choice("implementation", implementation, ACTIVATION_IMPLEMENTATIONS[1:])
     b, s = check_int("batch", batch), check_int("seq", seq)
     torch_dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[
         check_choice("dtype", dtype, ("fp32", "bf16", "fp16"))
     ]
-    if not isinstance(dropout, numbers.Real) or not 0 <= dropout < 1:
+    if not isinstance(dropout, numbers.Real) or isinstance(dropout, bool) or not 0 <= dropout < 1:
         raise ValueError(f"dropout must be a probability in [0, 1), got {dropout!r}")
+    flash = check_bool("flash_attention", flash_attention)
+    _check_hf(cfg, implementation, "none", flash, dropout > 0, 1, _FP32)
     torch.manual_seed(check_int("seed", seed, minimum=0))
-    hf_cfg = GPT2Config(
-        n_embd=cfg.hidden_size, n_head=cfg.n_heads, n_inner=cfg.ffn_size, n_layer=1, n_positions=s,
-        activation_function=cfg.activation, attn_pdrop=dropout, resid_pdrop=dropout,
-        embd_pdrop=dropout,
-    )
-    hf_cfg._attn_implementation = "eager"
-    block = GPT2Block(hf_cfg, layer_idx=0).to(torch_dtype).train()
-    params = list(block.parameters())
-    skip = {p.untyped_storage().data_ptr() for p in params}
+    layer, hf_cfg = _hf_layer(cfg, implementation, s, float(dropout), flash)
+    layer = layer.to(torch_dtype).train()
     x = torch.randn(b, s, cfg.hidden_size, dtype=torch_dtype, requires_grad=True)
-    mask = torch.full((s, s), float("-inf"), dtype=torch_dtype).triu(1)[None, None]
+    mask = None if flash else torch.full((s, s), float("-inf"), dtype=torch_dtype).triu(1)[None, None]
+    kwargs: dict[str, Any] = {"attention_mask": mask}
+    exclude = list(layer.parameters())
+    if implementation == "hf-llama":
+        from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
+
+        cos, sin = LlamaRotaryEmbedding(hf_cfg)(x, torch.arange(s)[None])
+        kwargs["position_embeddings"] = (cos, sin)
+        exclude += [cos, sin]
+    skip = {t.untyped_storage().data_ptr() for t in exclude}
     saved: dict[int, int] = {}
 
     def pack(tensor: torch.Tensor) -> torch.Tensor:
@@ -434,6 +558,7 @@ def hf_gpt2_block_saved_bytes(
         return tensor
 
     with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
-        y = block(x, attention_mask=mask)
-    rows = saved_tensors_by_node(y, exclude=params)
+        y = layer(x, **kwargs)
+    y = y[0] if isinstance(y, tuple) else y
+    rows = saved_tensors_by_node(y, exclude=exclude)
     return {"total": sum(saved.values()), "tensors": rows}

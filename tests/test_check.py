@@ -201,6 +201,26 @@ GLUED = {
     ("chain-ex-layernorm", "saved_bytes"): "chain-ex-ln-bytes",
     ("fb-ex-bottleneck", "ratio"): "fb-bottleneck-ratio",
     ("fb-ex-depth", "n_hidden"): "fb-depth-n",
+    ("params-ex-gptj", "gptj_params"): "params-ex-gptj",
+    ("params-ex-llama3", "llama3_params"): "params-ex-llama3",
+    ("params-ex-llama3", "mha_extra"): "params-ex-llama3-mha",
+    ("params-ex-bert-large", "bert_large_params"): "params-ex-bert-large",
+    ("params-ex-depth", "min_layers"): "params-ex-depth-min",
+    ("params-ex-moe", "n_experts"): "params-ex-moe-E",
+    ("params-ex-moe", "active_params"): "params-ex-moe-active",
+    ("params-ex-tie", "qwen05_untied"): "params-ex-tie-small",
+    ("params-ex-tie", "qwen7_tied"): "params-ex-tie-big",
+    ("params-ex-mla", "attention_weights"): "params-ex-mla-weights",
+    ("params-ex-mla", "cache_bytes"): "params-ex-mla-cache",
+    ("params-ex-mla", "cache_ratio"): "params-ex-mla-ratio",
+    ("params-ex-shared", "moe_block"): "params-ex-shared-block",
+    ("params-ex-shared", "shared_active"): "params-ex-shared-active",
+    ("params-ex-shared", "shared_width"): "params-ex-shared-wide",
+    ("params-ex-shared", "k_equivalent"): "params-ex-shared-k",
+    ("params-ex-dense-first", "total_all_sparse"): "params-ex-dense-total",
+    ("params-ex-dense-first", "active_all_sparse"): "params-ex-dense-active",
+    ("params-ex-qknorm", "qwen3_qk"): "params-ex-qk-qwen3-32b",
+    ("params-ex-qknorm", "olmo2_qk"): "params-ex-qk-olmo-2-13b",
     ("flops-ex-llama", "forward_flops"): "flops-ex-l7-fwd",
     ("flops-ex-llama", "ratio_2n"): "flops-ex-l7-ratio",
     ("flops-ex-llama", "attention_share"): "flops-ex-l7-share",
@@ -316,3 +336,34 @@ def test_chain_rule_function_parts():
     assert not check("chain-ex-layernorm", no_projection, part="layer_norm_dx").correct
     h_gpt2, s = 768, 1024  # GPT-2 small (Radford et al. 2019): d_model 768, context 1024
     assert check("chain-ex-layernorm", 4 * (s * h_gpt2 + 2 * s), part="saved_bytes").correct
+
+def test_mla_and_moe_exercises_from_the_published_shapes():
+    """The parameter-counts exercises on multi-head latent attention, shared experts, dense first
+    layers and QK-norm, answered by hand from the published config.json shapes (DeepSeek-V2-Lite,
+    Qwen1.5-MoE-A2.7B, DeepSeek-V3, Qwen3-32B, OLMo-2-13B), not from llmmath."""
+    # DeepSeek-V2-Lite: h 2048, 16 heads, no query latent, r_kv 512, d_n 128, d_r 64, d_v 128, 27 layers
+    h, a, r_kv, d_n, d_r, d_v, layers = 2048, 16, 512, 128, 64, 128, 27
+    weights = h * a * (d_n + d_r) + h * (r_kv + d_r) + r_kv * a * (d_n + d_v) + a * d_v * h
+    cache = (r_kv + d_r) * layers * 32768 * 2
+    assert check("params-ex-mla", {"attention_weights": weights, "cache_bytes": cache,
+                                   "cache_ratio": a * (d_n + d_r + d_v) / (r_kv + d_r)}).correct
+    assert not check("params-ex-mla", weights + r_kv, part="attention_weights").correct  # norm counted
+    # Qwen1.5-MoE-A2.7B: 24 layers, h 2048, MHA with QKV biases, 60 experts of 1408 (4 active),
+    # a shared expert of 5632 with a gate of h, untied vocabulary of 151936
+    h, layers, vocab, n_exp, k, d_e, d_s = 2048, 24, 151936, 60, 4, 1408, 5632
+    block = n_exp * 3 * h * d_e + 3 * h * d_s + h * n_exp + h
+    layer_active = 4 * h * h + 3 * h + 2 * h + block - (n_exp - k) * 3 * h * d_e
+    assert check("params-ex-shared", {"moe_block": block, "shared_active": layers * layer_active + 2 * vocab * h + h,
+                                      "shared_width": 4, "k_equivalent": 8}).correct
+    # DeepSeek-V3 with every layer sparse: 61 layers, h 7168, 128 heads, r_q 1536, r_kv 512, d_n 128,
+    # d_r 64, d_v 128, 256 experts of 2048 (8 active), one shared expert, vocabulary 129280, untied
+    h, a, r_q, r_kv, d_n, d_r, d_v, layers, vocab, n_exp, k, d_e = (
+        7168, 128, 1536, 512, 128, 64, 128, 61, 129280, 256, 8, 2048)
+    attention = (h * r_q + r_q + r_q * a * (d_n + d_r) + h * (r_kv + d_r) + r_kv + r_kv * a * (d_n + d_v)
+                 + a * d_v * h + 2 * h)
+    mlp = n_exp * 3 * h * d_e + 3 * h * d_e + h * n_exp
+    total = layers * (attention + mlp) + 2 * vocab * h + h
+    active = total - layers * (n_exp - k) * 3 * h * d_e
+    assert check("params-ex-dense-first", {"total_all_sparse": total, "active_all_sparse": active}).correct
+    # Qwen3-32B: 64 layers, head_dim 128; OLMo-2-13B: 40 layers, 40 heads of 128 for queries and keys
+    assert check("params-ex-qknorm", {"qwen3_qk": 64 * 2 * 128, "olmo2_qk": 40 * 2 * 5120}).correct

@@ -15,9 +15,10 @@ from llmmath.memory import (
     HF_ACTIVATION_SAVED_TENSORS,
     TRAINING_STATE_KEYS,
     activation_bytes,
-    hf_gpt2_block_saved_bytes,
+    hf_layer_saved_bytes,
     kv_cache_bytes,
     largest_batch,
+    recompute_flops,
     training_state_bytes,
     weight_bytes,
 )
@@ -28,6 +29,12 @@ from llmmath.units import GB, GiB, bytes_for, format_bytes, to_gb, to_gib
 def _gpt(h=64, a=4, L=2, ff=None, act="gelu"):
     return TransformerConfig(n_layers=L, hidden_size=h, n_heads=a, vocab_size=100, ffn_size=ff,
                              activation=act, max_position=64)
+
+
+def _llama(h=32, a=4, kv=2, ff=48, act="silu", hd=None, L=1, bias=False):
+    return TransformerConfig(n_layers=L, hidden_size=h, n_heads=a, n_kv_heads=kv, head_dim=hd, vocab_size=50,
+                             ffn_size=ff, ffn_kind="gated", norm="rmsnorm", position="rotary", activation=act,
+                             qkv_bias=bias, out_bias=bias, mlp_bias=bias)
 
 
 # ------------------------------------------------------------------------------------ units
@@ -59,12 +66,14 @@ def test_weight_bytes_7b_fp16_is_14gb():
 
 # ------------------------------------------------------------------------------------ training state
 def test_zero_paper_figure1():
-    # Rajbhandari et al. (2020), Figure 1: Psi = 7.5B, K = 12, N_d = 64 -> 120, 31.4, 16.6, 1.88 GB
+    # Rajbhandari et al. (2020), Figure 1: Psi = 7.5B, K = 12, N_d = 64 prints 120GB, 31.4GB, 16.6GB
+    # and 1.9GB: the exact values agree at the printed digits
     P = 7_500_000_000
-    expected = {0: 120.0, 1: 31.4, 2: 16.6, 3: 1.88}
-    for stage, gb in expected.items():
+    printed = {0: "120", 1: "31.4", 2: "16.6", 3: "1.9"}
+    for stage, text in printed.items():
         got = training_state_bytes(P, "mixed", "adam", zero_stage=stage, n_gpus=64)["total"] / GB
-        assert got == pytest.approx(gb, abs=0.06)
+        decimals = len(text.partition(".")[2])
+        assert f"{got:.{decimals}f}" == text
 
 
 @pytest.mark.parametrize(
@@ -132,7 +141,9 @@ def test_korthikanti_table2(s, b, h, a):
     sbh = s_ * b_ * h_
     assert activation_bytes(cfg, b, s)["per_layer"] == _paper(sbh * (34 + 5 * a_ * s_ / h_), **v)
     assert activation_bytes(cfg, b, s, recompute="selective")["per_layer"] == _paper(34 * sbh, **v)
-    assert activation_bytes(cfg, b, s, flash_attention=True)["per_layer"] == _paper(34 * sbh, **v)
+    # FlashAttention-2 keeps O (the projection's input) and one FP32 log-sum-exp per query row and head
+    lse = 4 * a_ * s_ * b_
+    assert activation_bytes(cfg, b, s, flash_attention=True)["per_layer"] == _paper(34 * sbh + lse, **v)
     assert activation_bytes(cfg, b, s, recompute="full")["per_layer"] == _paper(2 * sbh, **v)
     for t in (2, 4):
         v["t"] = t
@@ -144,6 +155,8 @@ def test_korthikanti_table2(s, b, h, a):
         assert sel == _paper(sbh * (10 + 24 / t_), **v)
         both = activation_bytes(cfg, b, s, tensor_parallel=t, sequence_parallel=True, recompute="selective")
         assert both["per_layer"] == _paper(34 * sbh / t_, **v)
+        fl = activation_bytes(cfg, b, s, tensor_parallel=t, sequence_parallel=True, flash_attention=True)
+        assert fl["per_layer"] == _paper((34 * sbh + lse) / t_, **v)
 
 
 def test_activation_total_is_layers_times_per_layer_and_terms_sum():
@@ -160,27 +173,82 @@ def test_activation_no_dropout_removes_masks():
     assert activation_bytes(cfg, b, s, dropout=False)["per_layer"] == 32 * s * b * h + 2 * a * s * s * b
 
 
-MEASURE_CASES = [  # (b, s, h, a, d_ff, activation, dtype, dropout)
-    (2, 8, 16, 4, 64, "gelu", "fp32", 0.1),
-    (2, 8, 16, 4, 64, "gelu", "bf16", 0.1),
-    (1, 5, 24, 3, 40, "gelu_new", "fp32", 0.1),
-    (3, 7, 32, 8, 128, "gelu_new", "bf16", 0.0),
-    (2, 6, 16, 2, 48, "relu", "fp32", 0.2),
-    (2, 4, 16, 4, 64, "quick_gelu", "bf16", 0.1),
-    (1, 9, 12, 3, 20, "gelu_fast", "fp32", 0.1),
+MEASURE_CASES = [  # (b, s, h, a, d_ff, activation, dtype, dropout, flash)
+    (2, 8, 16, 4, 64, "gelu", "fp32", 0.1, False),
+    (2, 8, 16, 4, 64, "gelu", "bf16", 0.1, False),
+    (1, 5, 24, 3, 40, "gelu_new", "fp32", 0.1, False),
+    (3, 7, 32, 8, 128, "gelu_new", "bf16", 0.0, False),
+    (2, 6, 16, 2, 48, "relu", "fp32", 0.2, False),
+    (2, 4, 16, 4, 64, "quick_gelu", "bf16", 0.1, False),
+    (1, 9, 12, 3, 20, "gelu_fast", "fp32", 0.1, False),
+    (2, 8, 16, 4, 64, "gelu", "fp32", 0.0, True),
+    (1, 7, 24, 3, 40, "gelu_new", "bf16", 0.0, True),
 ]
 
 
-@pytest.mark.parametrize(("b", "s", "h", "a", "ff", "act", "dtype", "p"), MEASURE_CASES)
-def test_hf_gpt2_formula_is_exact(b, s, h, a, ff, act, dtype, p):
+@pytest.mark.parametrize(("b", "s", "h", "a", "ff", "act", "dtype", "p", "flash"), MEASURE_CASES)
+def test_hf_gpt2_formula_is_exact(b, s, h, a, ff, act, dtype, p, flash):
     pytest.importorskip("transformers")
     cfg = _gpt(h=h, a=a, ff=ff, act=act, L=1)
-    measured = hf_gpt2_block_saved_bytes(cfg, b, s, dtype, dropout=p)
+    measured = hf_layer_saved_bytes(cfg, b, s, dtype, dropout=p, flash_attention=flash)
     B = 4 if dtype == "fp32" else 2
     formula = activation_bytes(cfg, b, s, bytes_per_value=B, bytes_per_mask=B, bytes_per_norm_stat=B,
-                               dropout=p > 0, implementation="hf-gpt2")
+                               dropout=p > 0, flash_attention=flash, implementation="hf-gpt2")
     assert measured["total"] == formula["per_layer"]
     assert sum(row[-1] for row in measured["tensors"]) == measured["total"]
+
+
+LLAMA_CASES = [  # (b, s, h, a, a_kv, head_dim, d_ff, activation, dtype, dropout, flash)
+    (2, 8, 32, 4, 4, None, 48, "silu", "fp32", 0.0, False),  # MHA
+    (2, 8, 32, 4, 4, None, 48, "silu", "bf16", 0.0, False),
+    (2, 7, 32, 4, 2, None, 48, "silu", "fp32", 0.0, False),  # GQA: K, V repeated to 4 heads
+    (1, 7, 32, 4, 2, None, 40, "silu", "bf16", 0.0, False),
+    (1, 5, 32, 4, 1, None, 48, "silu", "fp32", 0.0, False),  # MQA at b = 1: broadcast views, no copy
+    (2, 5, 32, 4, 1, None, 48, "silu", "bf16", 0.0, False),  # MQA at b = 2: copies
+    (2, 6, 24, 6, 3, 8, 36, "gelu_new", "fp32", 0.1, False),  # head_dim override, attention dropout
+    (2, 6, 32, 4, 2, None, 48, "relu", "bf16", 0.1, False),
+    (2, 8, 32, 4, 2, None, 48, "silu", "fp32", 0.0, True),  # SDPA's fused kernel, GQA
+    (2, 8, 32, 4, 2, None, 48, "silu", "bf16", 0.0, True),
+    (1, 9, 24, 6, 1, 8, 40, "gelu", "bf16", 0.0, True),
+]
+
+
+@pytest.mark.parametrize(("b", "s", "h", "a", "kv", "hd", "ff", "act", "dtype", "p", "flash"), LLAMA_CASES)
+def test_hf_llama_formula_is_exact(b, s, h, a, kv, hd, ff, act, dtype, p, flash):
+    pytest.importorskip("transformers")
+    cfg = _llama(h=h, a=a, kv=kv, hd=hd, ff=ff, act=act, bias=p > 0)
+    measured = hf_layer_saved_bytes(cfg, b, s, dtype, implementation="hf-llama", dropout=p, flash_attention=flash)
+    B = 4 if dtype == "fp32" else 2
+    formula = activation_bytes(cfg, b, s, bytes_per_value=B, bytes_per_mask=B, dropout=p > 0,
+                               flash_attention=flash, implementation="hf-llama")
+    assert measured["total"] == formula["per_layer"]
+    assert sum(row[-1] for row in measured["tensors"]) == measured["total"]
+
+
+def test_fused_attention_keeps_output_and_logsumexp_not_scores():
+    """SDPA's CPU flash kernel saves Q, K (a_kv heads), V, its output and an FP32 log-sum-exp of
+    shape (b, a, s): no tensor of s x s scores, no dropout seed."""
+    pytest.importorskip("transformers")
+    b, s, a, kv, d = 2, 16, 4, 2, 8
+    rows = hf_layer_saved_bytes(_llama(h=a * d, a=a, kv=kv), b, s, "bf16", implementation="hf-llama",
+                                flash_attention=True)["tensors"]
+    kernel = {attr: (shape, dtype) for node, attr, shape, dtype, _ in rows if "FlashAttention" in node}
+    assert kernel == {"query": ((b, a, s, d), "bfloat16"), "key": ((b, kv, s, d), "bfloat16"),
+                      "value": ((b, kv, s, d), "bfloat16"), "output": ((b, a, s, d), "bfloat16"),
+                      "logsumexp": ((b, a, s), "float32")}
+    assert all(shape[-2:] != (s, s) for _, _, shape, _, _ in rows)
+
+
+def test_hf_llama_sympy_closed_form():
+    # summed by hand from the layer's code: per layer, B-byte model dtype, MHA, no dropout, eager
+    s, b, h, a, f = 16, 2, 32, 4, 48
+    for B in (2, 4):
+        cfg = _llama(h=h, a=a, kv=a, ff=f)
+        got = activation_bytes(cfg, b, s, bytes_per_value=B, dropout=False, implementation="hf-llama")["per_layer"]
+        norms = 2 * (4 * s * b * h + 4 * s * b + B * s * b * h)
+        attn = B * s * b * h * (1 + 3 + 1) + 4 * a * s * s * b + (B * a * s * s * b if B == 2 else 0)
+        mlp = B * s * b * h + 4 * B * s * b * f
+        assert got == norms + attn + mlp
 
 
 def test_hf_gpt2_activation_table_covers_config_activations():
@@ -194,6 +262,72 @@ def test_gqa_changes_k_and_v_only():
     gqa = PRESETS["llama2-70b"]
     t_mha, t_gqa = activation_bytes(mha, 1, 128)["terms"], activation_bytes(gqa, 1, 128)["terms"]
     assert t_mha["k"] == 8 * t_gqa["k"] and t_mha["v"] == 8 * t_gqa["v"] and t_mha["q"] == t_gqa["q"]
+
+
+# ------------------------------------------------------------------------------------ recomputation FLOPs
+def test_fused_recompute_equals_torch_sdpa_formulas():
+    """PyTorch's registered SDPA FLOP formulas: the backward costs the forward's two products
+    twice plus one more Q K^T, the recomputed scores."""
+    pytest.importorskip("torch")
+    from torch.utils.flop_counter import sdpa_backward_flop_count, sdpa_flop_count
+
+    for cfg, b, s in ((PRESETS["gpt3-175b"], 1, 2048), (PRESETS["llama2-70b"], 2, 4096), (_llama(L=3), 2, 9)):
+        q = (b, cfg.n_heads, s, cfg.head_dim)
+        kv = (b, cfg.n_heads, s, cfg.head_dim)  # the kernel's formulas see K, V expanded to a heads
+        extra = sdpa_backward_flop_count(q, q, kv, kv) - 2 * sdpa_flop_count(q, kv, kv)
+        assert recompute_flops(cfg, b, s, recompute="none", flash_attention=True) == cfg.n_layers * extra
+
+
+def _core_attention_flops(b, a, s, d, checkpointed, early_stop):
+    import torch
+    from torch.utils.checkpoint import checkpoint, set_checkpoint_early_stop
+    from torch.utils.flop_counter import FlopCounterMode
+
+    def core(q, k, v):
+        return torch.softmax(q @ k.transpose(-1, -2) / d**0.5, dim=-1) @ v
+
+    q, k, v = (torch.randn(b, a, s, d, requires_grad=True) for _ in range(3))
+    with FlopCounterMode(display=False) as counter, set_checkpoint_early_stop(early_stop):
+        out = checkpoint(core, q, k, v, use_reentrant=False) if checkpointed else core(q, k, v)
+        out.sum().backward()
+    return counter.get_total_flops()
+
+
+def test_selective_recompute_equals_checkpointed_core_attention():
+    # Megatron-LM's selective recomputation re-runs its whole attention core (QK^T, softmax, dropout,
+    # attention over V): a checkpoint of the core without PyTorch's early stop
+    pytest.importorskip("torch")
+    cfg = _gpt(h=32, a=4, L=1)
+    b, s, d = 2, 12, cfg.head_dim
+    plain = _core_attention_flops(b, cfg.n_heads, s, d, False, True)
+    full_rerun = _core_attention_flops(b, cfg.n_heads, s, d, True, False)
+    early = _core_attention_flops(b, cfg.n_heads, s, d, True, True)
+    assert full_rerun - plain == recompute_flops(cfg, b, s, recompute="selective")
+    # PyTorch's default early stop re-runs only what the backward needs: QK^T, as a fused kernel does
+    assert early - plain == recompute_flops(cfg, b, s, recompute="none", flash_attention=True)
+
+
+def test_full_recompute_equals_gradient_checkpointing():
+    hf_reference = pytest.importorskip("hf_reference")
+    from llmmath.config import from_hf_config
+
+    d = hf_reference.CASES["llama-gqa"]
+    cfg = from_hf_config(d)
+    measured = hf_reference.counted_flops(d, 2, 5, "recompute") - hf_reference.counted_flops(d, 2, 5, "train")
+    assert recompute_flops(cfg, 2, 5, recompute="full") == measured
+
+
+def test_recompute_flops_modes():
+    cfg = PRESETS["gpt3-175b"]
+    b, s, L, h = 1, 2048, cfg.n_layers, cfg.hidden_size
+    scores = L * 2 * b * s * s * h  # QK^T over all heads, d_q = h
+    assert recompute_flops(cfg, b, s, recompute="none") == 0
+    assert recompute_flops(cfg, b, s, recompute="none", flash_attention=True) == scores
+    assert recompute_flops(cfg, b, s) == 2 * scores
+    assert recompute_flops(cfg, b, s, flash_attention=True) == scores
+    layer_fwd = L * (24 * b * s * h * h + 4 * b * s * s * h)  # Megatron-LM's layer forward
+    assert recompute_flops(cfg, b, s, recompute="full") == layer_fwd
+    assert recompute_flops(cfg, b, s, recompute="full", flash_attention=True) == layer_fwd + scores
 
 
 # ------------------------------------------------------------------------------------ KV cache
@@ -241,7 +375,20 @@ def test_largest_batch_brute_force():
         (lambda: training_state_bytes(10, optimizer="lion"), "sgd, momentum, rmsprop, adam, adamw"),
         (lambda: training_state_bytes(10, zero_stage=4), "zero_stage"),
         (lambda: activation_bytes(_gpt(), 1, 8, recompute="partial"), "none, selective, full"),
-        (lambda: activation_bytes(_gpt(), 1, 8, implementation="paper"), "korthikanti, hf-gpt2"),
+        (lambda: activation_bytes(_gpt(), 1, 8, implementation="paper"), "korthikanti, hf-gpt2, hf-llama"),
+        (lambda: activation_bytes(_gpt(), 1, 8, implementation="hf-llama"), "non-Llama layer"),
+        (lambda: activation_bytes(_llama(), 1, 8, implementation="hf-gpt2"), "non-GPT-2 block"),
+        (lambda: activation_bytes(_llama(), 1, 8, implementation="hf-llama", flash_attention=True),
+         "with dropout"),
+        (lambda: activation_bytes(_llama(), 1, 8, implementation="hf-llama", dropout=False,
+                                  bytes_per_norm_stat=2), "bytes_per_norm_stat"),
+        (lambda: activation_bytes(PRESETS["deepseek-v2-lite"], 1, 8, implementation="hf-llama", dropout=False),
+         "latent attention"),
+        (lambda: recompute_flops(_gpt(), 1, 8, recompute="partial"), "none, selective, full"),
+        (lambda: recompute_flops(_gpt(), 1, 0), "seq"),
+        (lambda: hf_layer_saved_bytes(_gpt(), 1, 8, implementation="korthikanti"), "hf-gpt2, hf-llama"),
+        (lambda: hf_layer_saved_bytes(_gpt(), 1, 8, dropout=1.0), "dropout"),
+        (lambda: hf_layer_saved_bytes(_gpt(), 1, 8, "fp64"), "fp32, bf16, fp16"),
         (lambda: activation_bytes(_gpt(), 0, 8), "batch"),
         (lambda: activation_bytes(_gpt(), 1, 8, tensor_parallel=3), "tensor_parallel"),
         (lambda: activation_bytes(_gpt(), 1, 7, tensor_parallel=2, sequence_parallel=True), "seq"),
@@ -270,6 +417,9 @@ def test_bad_values(call, words):
         lambda: activation_bytes(_gpt(), 1, 8, flash_attention=1),
         lambda: to_gib("1 GB"),
         lambda: kv_cache_bytes({"n_layers": 2}, 1, 8),
+        lambda: recompute_flops("gpt2", 1, 8),
+        lambda: recompute_flops(_gpt(), 1, 8, flash_attention="yes"),
+        lambda: hf_layer_saved_bytes("gpt2", 1, 8),
     ],
 )
 def test_bad_types(call):
