@@ -220,8 +220,9 @@ DISAGREEMENTS: dict[str, tuple[str, Any, str]] = {
 
 ACTIVE_DISAGREEMENTS: dict[str, tuple[str, Any, str]] = {
     "deepseek-v3": ("no_input_embedding", "36.6B", "37,552,282,624 activated counting the input embedding; "
-                    "DeepSeek's count leaves its 926.7M out: 36.63B, the '36.6B (including 0.9B for the "
-                    "output Head)' of the release's README_WEIGHTS.md, which the paper rounds to 37B. (The "
+                    "without its 926.7M, 36.63B, which the paper rounds to 37B. The release's "
+                    "README_WEIGHTS.md prints '36.7B (including 0.9B for Embedding and 0.9B for the output "
+                    "Head)', which the shapes do not give (with both tables: 37.55B). (The "
                     "checkpoint's one MTP module, 11.5B unique parameters by the same README, is not part "
                     "of DeepseekV3ForCausalLM nor of the 671B; it is why the hub lists 685B.)"),
     "deepseek-v2-lite": ("no_input_embedding", "2.4B", "2,661,150,208 activated counting the input "
