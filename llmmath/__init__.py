@@ -14,8 +14,9 @@ module              chapter
 ``mlp``             forward and backward cost
 ``params``          parameter counts
 ``flops``           FLOPs of a transformer and training time
-``hardware``        accelerator peak FLOP/s
+``hardware``        accelerators: peak FLOP/s, memory, links; the roofline
 ``memory``          weights, optimizer states, activations, KV cache
+``inference``       serving: prefill, decode, latency, batching, tensor parallelism
 ``units``           bytes, GB and GiB
 ``optim``           optimizer update rules and their state
 ``scaling``         scaling laws and compute-optimal training
@@ -35,6 +36,7 @@ from . import (
     errata,
     flops,
     hardware,
+    inference,
     matmul,
     memory,
     mlp,
@@ -51,6 +53,7 @@ from .config import *  # noqa: F403
 from .errata import *  # noqa: F403
 from .flops import *  # noqa: F403
 from .hardware import *  # noqa: F403
+from .inference import *  # noqa: F403
 from .matmul import *  # noqa: F403
 from .memory import *  # noqa: F403
 from .mlp import *  # noqa: F403
@@ -64,7 +67,7 @@ __version__ = "0.1.0"
 
 #: The modules whose public names make up the top level, in the book's order.
 MODULES = (
-    config, presets, matmul, chain, mlp, params, flops, hardware, memory, units, optim, scaling, errata,
+    config, presets, matmul, chain, mlp, params, flops, hardware, memory, inference, units, optim, scaling, errata,
     _check_module,
 )
 

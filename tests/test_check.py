@@ -281,6 +281,11 @@ GLUED = {
     ("scaling-laws-ex-frontier", "gamma"): "scaling-ex-front-gamma",
     ("scaling-laws-ex-frontier", "compute"): "scaling-ex-front-c",
     ("scaling-laws-ex-breakeven", "inference_tokens"): "scaling-ex-breakeven",
+    ("serving-ex-capacity", "cap_bf16"): "serving-70b-fit",
+    ("serving-ex-capacity", "cap_fp8"): "serving-70b-fit-fp8",
+    ("serving-ex-critical", "crit_h100"): "serving-8b-crit-h100",
+    ("serving-ex-tp", "tp_best_ring"): "serving-8b-best-tp-ring",
+    ("serving-ex-mla", "mla_ratio"): "serving-ds-naive-ratio",
 }
 
 
