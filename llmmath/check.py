@@ -556,6 +556,38 @@ def _utilisation(kind: str) -> float:
     return func(2e6, preset("llama2-13b"), 512, gpu_peak_flops("H100", "bf16_tensor"), seq=4096)
 
 
+def _fused(what: str) -> float:
+    from .flops import flops_breakdown, training_flops
+    from .presets import preset
+
+    if what == "gpt3_extra":
+        cfg = preset("gpt3-175b")
+        return training_flops(cfg, 1, 2048, attention="fused") / training_flops(cfg, 1, 2048) - 1
+    cfg = preset("deepseek-v3")  # the attention core's backward / forward, from whole-model counts
+    bd = flops_breakdown(cfg, 1, 64)
+    core_forward = bd["attn_scores"] + bd["attn_values"]
+    recomputed = training_flops(cfg, 1, 64, attention="fused") - training_flops(cfg, 1, 64)
+    return (2 * core_forward + recomputed) / core_forward
+
+
+def _tile_fraction(seq: int, window: int | None) -> float:
+    from .flops import attention_pairs
+
+    return attention_pairs(seq, window=window, skip_masked=True, tile=128) / seq**2
+
+
+def _deepseek_v3(what: str) -> float:
+    from .flops import flops_breakdown, training_flops_per_token
+    from .params import active_param_count
+    from .presets import preset
+
+    cfg = preset("deepseek-v3")
+    if what == "ratio":
+        return training_flops_per_token(cfg, seq=4096) / (6 * active_param_count(cfg))
+    bd = flops_breakdown(cfg, 1, 4096)
+    return (bd["attn_scores"] + bd["attn_values"]) / sum(bd.values())
+
+
 def _state_bytes(optimizer: str, **kw: Any) -> float:
     from .memory import training_state_bytes
 
@@ -801,6 +833,22 @@ _OTHERS = [
     Exercise("flops-ex-mfu", "flops-exercises", "Exercises", "Llama 2 13B, s = 4096, 512 H100, 2e6 tokens/s.",
              (_p("mfu", "model FLOPs utilisation (a fraction, not %)", lambda: _utilisation("mfu"), 1e-3),
               _p("hfu", "hardware FLOPs utilisation (a fraction)", lambda: _utilisation("hfu"), 1e-3))),
+    Exercise("flops-ex-fused", "flops-fused", "Fused attention: the backward pass recomputes the scores",
+             "GPT-3 175B at s = 2048; DeepSeek-V3's attention core.",
+             (_p("gpt3_extra", "training FLOPs with fused attention / with eager attention - 1",
+                 lambda: _fused("gpt3_extra"), 1e-3),
+              _p("mla_ratio", "backward / forward FLOPs of DeepSeek-V3's fused attention core",
+                 lambda: _fused("mla_ratio"), 1e-6))),
+    Exercise("flops-ex-tiles", "flops-tiles", "Tiles, not entries", "Causal mask, tiles of B = 128.",
+             (_p("fraction_2048", "fraction of the s^2 pairs computed at s = 2048", lambda: _tile_fraction(2048, None),
+                 1e-9),
+              _p("fraction_window", "the fraction with a window of 1024 keys at s = 8192",
+                 lambda: _tile_fraction(8192, 1024), 1e-6))),
+    Exercise("flops-ex-deepseek", "flops-moe-mla", "Mixtures of experts and latent attention: DeepSeek-V3",
+             "DeepSeek-V3 at s = 4096, eager attention, no recomputation.",
+             (_p("ratio_active", "training FLOPs per token / (6 N_active)", lambda: _deepseek_v3("ratio"), 1e-3),
+              _p("ds_attention_share", "share of the forward FLOPs in the two attention products",
+                 lambda: _deepseek_v3("share"), 1e-3))),
     Exercise("mem-ex-momentum", "mem-exercises", "Exercises", "Mixed precision, SGD with momentum.",
              (_p("bytes_per_param", "model-state bytes per parameter", lambda: _state_bytes("momentum")),
               _p("zero2_bytes", "bytes per parameter per GPU with ZeRO stage 2 over 16 GPUs",
