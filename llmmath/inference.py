@@ -73,10 +73,11 @@ EXPERT_BOUNDS = ("max", "min", "expected")
 
 #: All-reduce algorithms of :func:`tp_decode_step_seconds`: ``ring`` (reduce-scatter then
 #: all-gather around a ring, ``2 (t - 1)`` steps of ``M / t`` bytes: bandwidth-optimal, NCCL's
-#: default for large messages) or ``one-shot`` (every accelerator sends its whole partial sum to
-#: every other one at once and adds what it receives: one step of ``(t - 1) M`` bytes, the
+#: default for large messages) and ``tree`` (NCCL's double binary tree), both timed by the
+#: parallelism chapter's ``collective_seconds``, or ``one-shot`` (every accelerator sends its whole partial
+#: sum to every other one at once and adds what it receives: one step of ``(t - 1) M`` bytes, the
 #: latency-optimal choice of decoding engines on a switched scale-up domain).
-ALLREDUCE_ALGORITHMS = ("ring", "one-shot")
+ALLREDUCE_ALGORITHMS = ("ring", "tree", "one-shot")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -496,7 +497,8 @@ def tp_decode_step_seconds(
     :func:`decode_step_seconds`, which also checks that the shard fits) plus the all-reduces of
     :func:`tp_allreduce_bytes` (``batch`` tokens of ``activation_dtype``, ``M`` bytes each), timed
     with the scale-up link's latency ``alpha`` and per-direction bandwidth ``beta``:
-    ``2 (t - 1) (alpha + M / (t beta))`` for a ring, ``alpha + (t - 1) M / beta`` one-shot
+    ``2 (t - 1) (alpha + M / (t beta))`` for a ring and ``2 ceil(log2 t) alpha + 2 M / beta`` for a
+    tree (``collective_seconds`` of ``llmmath.parallel``), ``alpha + (t - 1) M / beta`` one-shot
     (:data:`ALLREDUCE_ALGORITHMS`). With ``overlap=True`` communication hides behind compute
     (``max`` instead of the sum); a decode step can hardly overlap, each all-reduce feeding the
     next product. ``tp`` must fit in the scale-up domain. Derived in chapter
@@ -515,10 +517,11 @@ def tp_decode_step_seconds(
         return compute
     count = (1 if cfg.parallel_block else 2) * cfg.n_layers
     message = tp_allreduce_bytes(cfg, batch, activation_dtype) / count
-    alpha, beta = spec.scale_up.latency, spec.scale_up.bandwidth
-    if allreduce == "ring":
-        one = 2 * (t - 1) * (alpha + message / (t * beta))
+    if allreduce == "one-shot":
+        one = spec.scale_up.latency + (t - 1) * message / spec.scale_up.bandwidth
     else:
-        one = alpha + (t - 1) * message / beta
+        from .parallel import collective_seconds
+
+        one = collective_seconds("all_reduce", t, message, spec, link="scale_up", algorithm=allreduce)
     comms = count * one
     return max(compute, comms) if overlap else compute + comms

@@ -281,6 +281,17 @@ def test_tp_shard_equals_megatron_slicing(case, tp):
     assert param_count(tp_shard(from_hf_config(d), tp)) == _megatron_shard_numel(model, tp)
 
 
+@pytest.mark.parametrize("name, tp", [("llama-3-70b", 8), ("mixtral-8x7b", 2), ("deepseek-v3", 8), ("gpt2", 4),
+                                      ("qwen3-30b-a3b", 4)])
+def test_tp_shard_agrees_with_the_training_layouts_count(name, tp):
+    """llmmath.parallel counts a tensor-parallel GPU's parameters term by term (Megatron-LM's split,
+    written independently for the parallelism chapter); tp_shard builds the shard as a model."""
+    from llmmath.parallel import Layout, stage_param_counts
+
+    cfg = llmmath.preset(name)
+    assert param_count(tp_shard(cfg, tp)) == sum(stage_param_counts(cfg, Layout(tp=tp))[0].values())
+
+
 def test_tp_flops_split_exactly_unless_heads_are_replicated():
     cfg = llmmath.preset("llama-3-8b")  # 32 query heads, 8 KV heads, V = 128,256 = 8 * 16,032
     for tp in (2, 4, 8):
@@ -335,6 +346,8 @@ def test_ring_allreduce_time_matches_a_simulated_ring():
     assert tp_decode_step_seconds(cfg, b, n, "H100", t) == pytest.approx(compute + ring)
     one_shot = count * (alpha + (t - 1) * message / beta)
     assert tp_decode_step_seconds(cfg, b, n, "H100", t, allreduce="one-shot") == pytest.approx(compute + one_shot)
+    tree = count * (2 * math.ceil(math.log2(t)) * alpha + 2 * message / beta)  # NCCL's double binary tree
+    assert tp_decode_step_seconds(cfg, b, n, "H100", t, allreduce="tree") == pytest.approx(compute + tree)
     assert tp_decode_step_seconds(cfg, b, n, "H100", t, overlap=True) == pytest.approx(max(compute, ring))
     assert tp_decode_step_seconds(cfg, b, n, "H100", 1) == decode_step_seconds(cfg, b, n, "H100")
     assert tp_allreduce_bytes(llmmath.preset("gpt-j-6b"), 1) == 28 * 4096 * 2  # parallel block: 1 per layer
@@ -386,8 +399,8 @@ def test_bad_input_names_the_argument():
         forward_weight_bytes(cfg, 1, 1, experts="all")
     with pytest.raises(ValueError, match="experts_touched needs a mixture-of-experts model"):
         experts_touched(cfg, 4)
-    with pytest.raises(ValueError, match="allreduce must be one of ring, one-shot"):
-        tp_decode_step_seconds(cfg, 1, 10, "H100", 2, allreduce="tree")
+    with pytest.raises(ValueError, match="allreduce must be one of ring, tree, one-shot"):
+        tp_decode_step_seconds(cfg, 1, 10, "H100", 2, allreduce="butterfly")
     with pytest.raises(ValueError, match="serving formulas are for decoder-only models"):
         decode_flops(llmmath.preset("bert-base"), 1, 10)
     with pytest.raises(ValueError, match="serving formulas are for decoder-only models.*encoder-decoder"):
