@@ -140,3 +140,28 @@ def test_bad_input_names_the_argument_and_lists_the_choices():
         roofline_seconds(-1, 0, "H100")
     with pytest.raises(ValueError, match="bytes_moved must be finite"):
         roofline_seconds(1, math.inf, "H100")
+
+
+def test_arithmetic_intensity_counts_each_operand_once():
+    import sympy as sp
+
+    m, n, p, beta = sp.symbols("m n p beta", positive=True)
+    formula = 2 * m * n * p / ((m * n + n * p + m * p) * beta)
+    for shape, b in [((1, 8192, 8192), 2), ((512, 4096, 11008), 1), ((3, 5, 7), 0.5)]:
+        moved = (shape[0] * shape[1] + shape[1] * shape[2] + shape[0] * shape[2]) * b  # A, B read; C written
+        assert llmmath.arithmetic_intensity(*shape, b) == pytest.approx(2 * math.prod(shape) / moved)
+        assert llmmath.arithmetic_intensity(*shape, b) == pytest.approx(
+            float(formula.subs(dict(zip((m, n, p, beta), (*shape, b), strict=True)))))
+    with pytest.raises(ValueError, match="bytes_per_value must be > 0"):
+        llmmath.arithmetic_intensity(2, 3, 4, 0)
+    with pytest.raises(ValueError, match="m must be an integer >= 1"):
+        llmmath.arithmetic_intensity(0, 3, 4)
+
+
+def test_measured_bandwidth_and_rectangular_rates_are_positive():
+    assert llmmath.measure_memory_bandwidth(2**16, repeats=1) > 0
+    assert llmmath.measure_matmul_flops_per_second(8, repeats=1, m=1, p=3, dtype="float32") > 0
+    with pytest.raises(ValueError, match="n_bytes must be an integer >= 8"):
+        llmmath.measure_memory_bandwidth(4)
+    with pytest.raises(ValueError, match="dtype must be one of float32, float64"):
+        llmmath.measure_matmul_flops_per_second(8, dtype="int8")
