@@ -30,8 +30,8 @@ pytestmark = pytest.mark.filterwarnings("ignore:The inplace keyword:DeprecationW
 
 SLUG = "matmul-cost"
 # parts per exercise (see the chapter's exercises), and what the wrong submission gets right
-POINTS = {"vecmat": 4, "mlp": 1, "count": 2, "chain": 3, "dp": 3, "attention": 2}
-WRONG_SCORES = {"vecmat": 4, "mlp": 0, "count": 1, "chain": 2, "dp": 3, "attention": 0}
+POINTS = {"vecmat": 4, "mlp": 1, "count": 2, "chain": 3, "dp": 3, "attention": 2, "roofline": 4}
+WRONG_SCORES = {"vecmat": 4, "mlp": 0, "count": 1, "chain": 2, "dp": 3, "attention": 0, "roofline": 2}
 
 
 @contextmanager
@@ -65,6 +65,13 @@ WRONG = {  # label -> code replacing the reference (answers wrong or missing on 
         "lora_ratio = lora_right / lora_left  # inverted"
     ),
     "matmul-cost-ex-attention": "crossover_s = ...\ncrossover_s_over_h = ...",  # not answered
+    "matmul-cost-ex-roofline": (  # intensity and MI300X right; H100 at the bare ridge, FP8 forgets 1-byte values
+        "intensity_b1 = 2 * 8192 * 28672 / ((8192 + 8192 * 28672 + 28672) * 2)\n"
+        "batch_h100 = 296\n"
+        "batch_mi300x = next(b for b in range(1, 10**4)\n"
+        "                    if llmmath.arithmetic_intensity(b, 8192, 28672, 2) >= llmmath.ridge_point('MI300X'))\n"
+        "batch_h100_fp8 = 591"
+    ),
 }
 
 
