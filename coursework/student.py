@@ -116,13 +116,14 @@ def student_config(root: Path = ROOT) -> dict:
     config = yaml.safe_load((root / "_config.yml").read_text())
     sphinx = config.setdefault("sphinx", {})
     sphinx.setdefault("config", {})["hide_solutions"] = True
+    sphinx["config"]["llmmath_lite"] = False  # no JupyterLite edition (with solutions) in it
     local = sphinx.get("local_extensions") or {}
     sphinx["local_extensions"] = {name: str((root / path).resolve()) for name, path in local.items()}
     config["title"] = str(config.get("title", "")) + " (student edition)"
     return config
 
 
-_NOT_BOOK = ("_build", ".git", ".venv", ".hypothesis", ".ruff_cache", ".pytest_cache", "__pycache__",
+_NOT_BOOK = ("_build", ".git", ".venv", ".cache", "lite", ".hypothesis", ".ruff_cache", ".pytest_cache", "__pycache__",
              "*.egg-info", ".helpers", "student", "assignments", "tests", "benchmarks", ".ipynb_checkpoints")
 
 
