@@ -53,6 +53,7 @@ __all__ = [
     "communication_bytes",
     "communication_seconds",
     "dp_hiding_tokens",
+    "tp_comm_compute_ratio",
     "step_time",
     "Plan",
     "search_layouts",
@@ -168,20 +169,32 @@ def collective_seconds(
     algorithm: str = "ring", span: int | None = None,
 ) -> float:
     """Time of one collective under the latency-bandwidth (alpha-beta) model:
-    ``steps * alpha + bytes / beta`` with ``steps`` from :func:`collective_steps`, ``bytes`` from
-    :func:`collective_bytes` and the link's per-direction bandwidth ``beta`` (full duplex: sending
+    ``steps * alpha + bytes / W`` with ``steps`` from :func:`collective_steps`, ``bytes`` from
+    :func:`collective_bytes` and the link's per-direction bandwidth ``W`` (full duplex: sending
     and receiving overlap).
 
-    ``link="auto"`` picks the scale-up link (NVLink) when the group's ``span`` consecutive GPUs
-    (default ``n``: a group of neighbours) fit in one scale-up domain of ``gpu``, else the
-    scale-out network, where each GPU has its own NIC of bandwidth ``beta``.
+    ``link="auto"`` places the group's ``n`` GPUs evenly over ``span`` consecutive GPUs (default
+    ``n``: neighbours). If they fit in one scale-up domain of ``gpu``, everything runs on the
+    scale-up link (NVLink). If each domain holds one of them, everything crosses the scale-out
+    network, each GPU on its own NIC. If each domain holds ``k > 1`` of them, only part of a GPU's
+    bytes leaves its domain: ``1/k`` for a ring collective (NCCL runs ``k`` rings whose
+    domain-crossing hops start from different GPUs; a hierarchical algorithm moves about as much),
+    ``(n-k)/(n-1)`` for an all-to-all (the chunks for GPUs of other domains); the two links work
+    in parallel and the slower share sets the time, with the scale-out latency per step.
+    ``link="scale_up"`` or ``"scale_out"`` forces one link for all bytes.
     Derived in chapter :doc:`/chapters/parallelism`.
     """
     spec = accelerator(gpu)
-    span = n if span is None else check_int("span", span)
-    chosen = _link(spec, link, span)
-    return collective_steps(kind, n, algorithm) * chosen.latency + collective_bytes(
-        kind, n, message_bytes, algorithm) / chosen.bandwidth
+    span = n if span is None else check_int("span", span, minimum=n)
+    steps, sent = collective_steps(kind, n, algorithm), collective_bytes(kind, n, message_bytes, algorithm)
+    check_choice("link", link, LINKS)
+    per_domain = max(1, min(n, spec.domain_size * n // span))
+    if link != "auto" or span <= spec.domain_size or per_domain == 1 or kind == "p2p":
+        chosen = _link(spec, link, span)
+        return steps * chosen.latency + sent / chosen.bandwidth
+    up, out = _link(spec, "scale_up", spec.domain_size), _link(spec, "scale_out", span)
+    share = (n - per_domain) / (n - 1) if kind == "all_to_all" else 1 / per_domain
+    return steps * out.latency + max(sent * share / out.bandwidth, sent * (1 - share) / up.bandwidth)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -798,15 +811,17 @@ def dp_hiding_tokens(
     grad_bytes: int = 2, param_bytes: int = 2, link: str = "scale_out", precision: str = "bf16_tensor",
     window: float = 2 / 3, flops_per_param_token: float = 6,
 ) -> float:
-    """Tokens per GPU and step above which the data-parallel communication of ``n_params``
-    parameters can hide behind the backward pass: the ``T`` with
-    ``window x k N T / peak = bytes / beta``, i.e. ``T = bytes peak / (window k N beta)``.
+    """Tokens per step that each data-parallel replica (one GPU with pure data parallelism) must
+    process for the data-parallel communication of its ``n_params`` parameters to hide behind the
+    backward pass: the ``T`` with ``window x k N T / peak = bytes / beta``, i.e.
+    ``T = bytes peak / (window k N beta)``.
 
     ``bytes`` per GPU and step: ``2(n-1)/n N g`` for ZeRO 0-2 (the all-reduce, or its
     reduce-scatter + all-gather halves), ``(n-1)/n N (2 p + g)`` for ZeRO-3 (two all-gathers and a
     reduce-scatter) with ``n`` the group size (``None``: the large-``n`` limit). ``window``: the
     share of the step's ``k N T`` FLOPs (``k = 6``) that can overlap it, ``2/3`` (the backward
-    pass). ``N`` cancels: the answer depends only on the ratio of peak FLOP/s to link bandwidth.
+    pass). ``N`` cancels, and so do tensor and pipeline parallelism (each GPU of a replica holds
+    and computes ``1/(t p)`` of it): the answer is the ratio of peak FLOP/s to link bandwidth.
     Derived in chapter :doc:`/chapters/parallelism`.
     """
     N = check_positive("n_params", n_params)
@@ -822,6 +837,30 @@ def dp_hiding_tokens(
     if chosen is None:
         raise ValueError(f"gpu {spec.name!r} has no {link} link in llmmath.hardware")
     return volume * gpu_peak_flops(spec, precision) / (w * k * N * chosen.bandwidth)
+
+
+def tp_comm_compute_ratio(
+    hidden_size: int, tp: int, gpu: str | Accelerator, *, link: str = "scale_up", bytes_per_value: int = 2,
+    precision: str = "bf16_tensor",
+) -> float:
+    """Time of a layer's tensor-parallel communication over the time of its weight products,
+    ``(t-1) B F / (9 h beta)``.
+
+    Per layer and micro-batch of ``b s`` tokens a GPU computes ``3 x 24 b s h^2 / t`` FLOPs (forward
+    and backward of a GPT layer's ``12 h^2`` weights) at the peak ``F`` and sends 4 all-reduces of
+    ``b s h`` values of ``B`` bytes, ``8 b s h B (t-1)/t`` bytes at the link's ``beta``; the tokens
+    cancel. Above 1 the all-reduces, which the next layer waits for, take longer than the products.
+    Attention's ``s^2`` products and latency are left out. Derived in chapter
+    :doc:`/chapters/parallelism`.
+    """
+    h, t = check_int("hidden_size", hidden_size), check_int("tp", tp)
+    B = check_int("bytes_per_value", bytes_per_value)
+    spec = accelerator(gpu)
+    check_choice("link", link, ("scale_up", "scale_out"))
+    chosen = spec.scale_up if link == "scale_up" else spec.scale_out
+    if chosen is None:
+        raise ValueError(f"gpu {spec.name!r} has no {link} link in llmmath.hardware")
+    return (t - 1) * B * gpu_peak_flops(spec, precision) / (9 * h * chosen.bandwidth)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -866,9 +905,11 @@ def step_time(
     work and a bubble of ``(p-1)/v t_mb``. The data-parallel communication (once per step, or per
     micro-batch with ZeRO-2/3) is added where it exceeds the backward of the last micro-batch
     (``2/3 t_mb``; with ZeRO-2/3 the whole step's compute) when ``"dp"`` is in ``overlap``.
-    MFU: the model's training FLOPs without recomputation (:func:`llmmath.flops.training_flops`)
-    over ``n_gpus x peak x step``. Returns ``compute`` (``m t_mb`` without communication),
-    ``bubble``, ``exposed_communication``, ``step`` (seconds), ``tokens_per_second`` and ``mfu``.
+    MFU: the model's training FLOPs without recomputation (:func:`llmmath.flops.training_flops`,
+    counting attention as the compute does: only the causal pairs with ``flash_attention``) over
+    ``n_gpus x peak x step`` (:func:`llmmath.flops.mfu` counts every pair of the ``s x s``
+    matrix). Returns ``compute`` (``m t_mb`` without communication), ``bubble``,
+    ``exposed_communication``, ``step`` (seconds), ``tokens_per_second`` and ``mfu``.
     Derived in chapter :doc:`/chapters/parallelism`.
     """
     from .flops import training_flops
@@ -909,7 +950,7 @@ def step_time(
     bubble = (p - 1) / v * t_mb
     step = m * t_mb + bubble + dp_exposed
     tokens = layout.global_batch * s
-    model_flops = training_flops(cfg, layout.global_batch, s)
+    model_flops = training_flops(cfg, layout.global_batch, s, skip_masked=flash and cfg.causal)
     return {
         "compute": m * t_compute,
         "bubble": bubble,

@@ -329,6 +329,65 @@ def _record(stage: Any, stages: list[Any], log: list[tuple[str, int, int]], peak
     stage.forward_one_chunk, stage.backward_one_chunk = forward_one_chunk, backward_one_chunk
 
 
+def timeline(orders: list[list[tuple[str, int, int]]], n_stages: int, t_f: float,
+             t_b: float) -> list[list[tuple[float, float, str, int, int]]]:
+    """When each rank runs each chunk of its ``orders`` if each forward takes ``t_f``, each
+    backward ``t_b``, and a chunk waits for its input (the forward of the previous stage, the
+    backward of the next) and for the rank's previous chunk: brute-force list scheduling of the
+    order a schedule runs. Returns ``(start, end, kind, stage, micro-batch)`` per rank."""
+    done: dict[tuple[str, int, int], float] = {}
+    free = [0.0] * len(orders)
+    pos = [0] * len(orders)
+    out: list[list[tuple[float, float, str, int, int]]] = [[] for _ in orders]
+    while any(pos[r] < len(orders[r]) for r in range(len(orders))):
+        progressed = False
+        for r, order in enumerate(orders):
+            if pos[r] == len(order):
+                continue
+            kind, k, mb = order[pos[r]]
+            deps = [("F", k - 1, mb)] if kind == "F" and k > 0 else []
+            if kind == "B":
+                deps = [("F", k, mb)] + ([("B", k + 1, mb)] if k < n_stages - 1 else [])
+            if all(d in done for d in deps):
+                start = max([free[r]] + [done[d] for d in deps])
+                free[r] = done[(kind, k, mb)] = start + (t_f if kind == "F" else t_b)
+                out[r].append((start, free[r], kind, k, mb))
+                pos[r] += 1
+                progressed = True
+        if not progressed:
+            raise RuntimeError("the orders deadlock")
+    return out
+
+
+def simulate(orders: list[list[tuple[str, int, int]]], n_stages: int, t_f: float, t_b: float) -> list[float]:
+    """Idle share of each rank's time in :func:`timeline` (the bubble of the executed order)."""
+    runs = timeline(orders, n_stages, t_f, t_b)
+    span = max(run[-1][1] for run in runs if run)
+    return [1 - sum(end - start for start, end, *_ in run) / span for run in runs]
+
+
+def schedule_orders(schedule: str, pp: int, microbatches: int, virtual_stages: int = 1) -> list[list[tuple]]:
+    """The order of forward and backward chunks each rank runs under PyTorch's ``schedule``
+    (``gpipe``, ``1f1b``, ``interleaved``), read from the schedule's own action table
+    (``pipeline_order``, built with mock stages: no process group needed)."""
+    from torch.distributed.pipelining._schedule_visualizer import get_schedule_ops
+
+    names = {"gpipe": "GPipe", "1f1b": "1F1B", "interleaved": "Interleaved1F1B"}
+    ops = get_schedule_ops(names[schedule], pp, microbatches,
+                           num_stages_per_rank=virtual_stages if schedule == "interleaved" else None)
+    return [[(a.computation_type.value, a.stage_index, a.microbatch_index) for a in rank
+             if a is not None and a.computation_type.value in ("F", "B")] for rank in ops]
+
+
+def peak_held(order: list[tuple]) -> int:
+    """The most micro-batch chunks a rank running ``order`` holds between a forward and its backward."""
+    held = peak = 0
+    for kind, _, _ in order:
+        held += 1 if kind == "F" else -1
+        peak = max(peak, held)
+    return peak
+
+
 CHECKS = ("fsdp", "tp_hf", "tp_megatron", "block", "block_sp", "pipeline")
 
 

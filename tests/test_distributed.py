@@ -203,32 +203,6 @@ def test_sequence_parallel_norm_gradients_are_partial(measured, n):
 
 
 # --------------------------------------------------------------------------------------- pipeline
-def simulate(orders: list[list[tuple[str, int, int]]], n_stages: int, t_f: float, t_b: float) -> list[float]:
-    """Idle share of each rank when it runs its ``orders`` in sequence, each forward taking ``t_f``
-    and each backward ``t_b``, a chunk waiting for its input (forward of the previous stage,
-    backward of the next) to finish: brute-force list scheduling of the executed order."""
-    done: dict[tuple[str, int, int], float] = {}
-    free = [0.0] * len(orders)
-    pos = [0] * len(orders)
-    while any(pos[r] < len(orders[r]) for r in range(len(orders))):
-        progressed = False
-        for r, order in enumerate(orders):
-            if pos[r] == len(order):
-                continue
-            kind, k, mb = order[pos[r]]
-            deps = [("F", k - 1, mb)] if kind == "F" and k > 0 else []
-            if kind == "B":
-                deps = [("F", k, mb)] + ([("B", k + 1, mb)] if k < n_stages - 1 else [])
-            if all(d in done for d in deps):
-                start = max([free[r]] + [done[d] for d in deps])
-                free[r] = done[(kind, k, mb)] = start + (t_f if kind == "F" else t_b)
-                pos[r] += 1
-                progressed = True
-        assert progressed, "the executed orders deadlock"
-    span = max(free)
-    return [1 - sum(t_f if a[0] == "F" else t_b for a in order) / span for order in orders]
-
-
 @pytest.mark.parametrize("n", WORLDS)
 def test_pipeline_in_flight_and_bubble(measured, n):
     ranks = measured[n]
@@ -238,5 +212,5 @@ def test_pipeline_in_flight_and_bubble(measured, n):
             assert res["pipeline"][key]["peak"] == pipeline_in_flight(n, m, schedule, v, stage=r), (key, r)
         orders = [res["pipeline"][key]["actions"] for res in ranks]
         for t_b in (1.0, 2.0):
-            for idle in simulate(orders, n * v, 1.0, t_b):
+            for idle in dc.simulate(orders, n * v, 1.0, t_b):
                 assert idle == pytest.approx(pipeline_bubble_fraction(n, m, schedule, v)), (key, t_b)

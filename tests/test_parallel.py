@@ -41,6 +41,7 @@ from llmmath.parallel import (
     stage_param_counts,
     step_collectives,
     step_time,
+    tp_comm_compute_ratio,
 )
 from llmmath.params import param_count
 from llmmath.presets import preset
@@ -109,12 +110,21 @@ def test_collective_seconds_links():
     M = 10**9
     inside = collective_seconds("all_reduce", 8, M, "H100")
     assert inside == pytest.approx(14 * h100.scale_up.latency + 2 * 7 / 8 * M / h100.scale_up.bandwidth)
+    # 16 neighbours = 2 nodes of 8: a GPU's ring traffic leaves its node on 1 of 8 rings
+    sent = 2 * 15 / 16 * M
     across = collective_seconds("all_reduce", 16, M, "H100")
-    assert across == pytest.approx(30 * h100.scale_out.latency + 2 * 15 / 16 * M / h100.scale_out.bandwidth)
+    assert across == pytest.approx(30 * h100.scale_out.latency + max(
+        sent / 8 / h100.scale_out.bandwidth, sent * 7 / 8 / h100.scale_up.bandwidth))
+    assert collective_seconds("all_reduce", 16, M, "H100", link="scale_out") == pytest.approx(
+        30 * h100.scale_out.latency + sent / h100.scale_out.bandwidth)
     assert collective_seconds("all_reduce", 8, M, "H100", link="scale_out") > inside
     # a group of 2 whose members are 8 apart crosses nodes
     assert collective_seconds("all_reduce", 2, M, "H100", span=16) == pytest.approx(
         collective_seconds("all_reduce", 2, M, "H100", link="scale_out"))
+    # an all-to-all over 64 GPUs in 8 nodes: 56 of the 63 foreign chunks leave the node
+    a2a = collective_bytes("all_to_all", 64, M)
+    assert collective_seconds("all_to_all", 64, M, "H100") == pytest.approx(63 * h100.scale_out.latency + max(
+        a2a * 56 / 63 / h100.scale_out.bandwidth, a2a * 7 / 63 / h100.scale_up.bandwidth))
 
 
 @pytest.mark.parametrize("call, match", [
@@ -373,6 +383,22 @@ def test_communication_seconds_placement():
             by_hand[c.parallelism] += c.count * (collective_steps(c.kind, c.group) * link.latency
                                                  + collective_bytes(c.kind, c.group, c.message) / link.bandwidth)
     assert secs["tp"] == pytest.approx(by_hand["tp"]) and secs["dp"] == pytest.approx(by_hand["dp"])
+
+
+def test_tp_ratio_from_collectives_and_flops():
+    # the closed form against llmmath's own counts: one GPT layer's tp bytes over its weight FLOPs
+    for name, t in (("gpt3-175b", 8), ("llama-3-8b", 2)):
+        cfg = preset(name)
+        one = TransformerConfig(n_layers=1, hidden_size=cfg.hidden_size, n_heads=cfg.n_heads, vocab_size=8,
+                                max_position=2048)
+        sent = communication_bytes(one, Layout(tp=t), 2048)["tp"]
+        flops = 3 * layer_forward_flops(one, 1, 2048)
+        flops -= 3 * 4 * 2048 * 2048 * cfg.hidden_size  # leave out attention's s^2 products
+        a100 = accelerator("A100")
+        want = (sent / a100.scale_up.bandwidth) / (flops / t / gpu_peak_flops("A100"))
+        assert tp_comm_compute_ratio(cfg.hidden_size, t, "A100") == pytest.approx(want)
+    with pytest.raises(ValueError, match="link must be one of"):
+        tp_comm_compute_ratio(4096, 8, "A100", link="auto")
 
 
 def test_dp_hiding_tokens_is_peak_over_bandwidth():
