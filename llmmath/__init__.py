@@ -20,6 +20,7 @@ module              chapter
 ``units``           bytes, GB and GiB
 ``optim``           optimizer update rules and their state
 ``scaling``         scaling laws and compute-optimal training
+``parallel``        splitting a training step across GPUs: collectives, layouts, memory, time
 ``errata``          the seeds' claims, rechecked
 ``check``           checking a reader's answers to the exercises
 ==================  ===========================================================
@@ -41,6 +42,7 @@ from . import (
     memory,
     mlp,
     optim,
+    parallel,
     params,
     presets,
     scaling,
@@ -58,6 +60,7 @@ from .matmul import *  # noqa: F403
 from .memory import *  # noqa: F403
 from .mlp import *  # noqa: F403
 from .optim import *  # noqa: F403
+from .parallel import *  # noqa: F403
 from .params import *  # noqa: F403
 from .presets import *  # noqa: F403
 from .scaling import *  # noqa: F403
@@ -67,7 +70,8 @@ __version__ = "0.1.0"
 
 #: The modules whose public names make up the top level, in the book's order.
 MODULES = (
-    config, presets, matmul, chain, mlp, params, flops, hardware, memory, inference, units, optim, scaling, errata,
+    config, presets, matmul, chain, mlp, params, flops, hardware, memory, inference, units, optim, scaling, parallel,
+    errata,
     _check_module,
 )
 

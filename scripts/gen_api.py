@@ -29,6 +29,7 @@ TITLES = {
     "llmmath.units": "Units of memory ({doc}`memory`)",
     "llmmath.optim": "Optimizers ({doc}`optimizers`)",
     "llmmath.scaling": "Scaling laws ({doc}`scaling-laws`)",
+    "llmmath.parallel": "Splitting a training step across GPUs ({doc}`parallelism`)",
     "llmmath.errata": "Errata ({doc}`errata`)",
     "llmmath.check": "Checking exercise answers",
 }

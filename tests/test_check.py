@@ -292,6 +292,20 @@ GLUED = {
     ("serving-ex-critical", "crit_h100"): "serving-8b-crit-h100",
     ("serving-ex-tp", "tp_best_ring"): "serving-8b-best-tp-ring",
     ("serving-ex-mla", "mla_ratio"): "serving-ds-naive-ratio",
+    ("parallelism-ex-ring", "ar_seconds"): "parallelism-ex-ar-s",
+    ("parallelism-ex-hide", "hide_tokens_zero1"): "parallelism-ex-b200-z1",
+    ("parallelism-ex-hide", "hide_tokens_zero3"): "parallelism-ex-b200-z3",
+    ("parallelism-ex-tp", "tp_ratio_nvlink"): "parallelism-ex-tp-nvlink",
+    ("parallelism-ex-tp", "tp_ratio_ib"): "parallelism-ex-tp-ib",
+    ("parallelism-ex-bubble", "m_1f1b"): "parallelism-ex-m1",
+    ("parallelism-ex-bubble", "m_interleaved"): "parallelism-ex-mi",
+    ("parallelism-ex-inflight", "act_1f1b_gb"): "parallelism-ex-first-gb",
+    ("parallelism-ex-inflight", "act_interleaved_gb"): "parallelism-ex-inter-gb",
+    ("parallelism-ex-zero", "state_zero1_gb"): "parallelism-ex-z1",
+    ("parallelism-ex-zero", "state_zero2_gb"): "parallelism-ex-z2",
+    ("parallelism-ex-zero", "state_zero3_gb"): "parallelism-ex-z3",
+    ("parallelism-ex-fsdp", "fsdp_padded"): "parallelism-ex-fsdp-padded",
+    ("parallelism-ex-fsdp", "fsdp_last"): "parallelism-ex-fsdp-last",
 }
 
 
