@@ -20,8 +20,9 @@ What goes in, and from where (pins and sha256 in ``lite/bundle.json``; downloads
 * sympy, mpmath and comm as pure-Python wheels from PyPI (``pip download --require-hashes``);
 * llmmath and the ``myst_nb`` shim (``lite/myst_nb``) written into wheels here, from the sources;
 * the chapter notebooks, made for the browser (:func:`lite_notebook`): outputs cleared, a first
-  cell on what differs from the book, cells tagged ``needs-torch`` replaced by one ``print`` that
-  names the local command, MyST markup rendered as plain Markdown.
+  cell on what differs from the book, cells tagged ``needs-torch`` (PyTorch or transformers) or
+  ``not-in-browser`` (too heavy for Pyodide) replaced by one ``print`` that names the local
+  command, MyST markup rendered as plain Markdown.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ ROOT = Path(__file__).resolve().parent.parent
 LITE_SRC = ROOT / "lite"
 CACHE = ROOT / ".cache" / "lite"
 TORCH_TAG = "needs-torch"  # cells that need PyTorch or transformers: replaced in the browser
+HEAVY_TAG = "not-in-browser"  # cells too heavy for Pyodide (a GiB array, a hardware measurement)
 KERNEL_EXTENSION = "@jupyterlite/pyodide-kernel-extension"
 # where the kernel's web worker runs, relative to the site's lite/ folder: URLs of wheels that
 # Pyodide loads at start are resolved against it
@@ -336,7 +338,7 @@ def browser_note(s: dict, lock: dict) -> str:
 
 def lite_notebook(nb: dict, slug: str, note: str) -> dict:
     """The chapter notebook ``nb`` (nbformat dict) as the browser edition runs it."""
-    from coursework.markdown import plain_notebook  # the renderer of the student edition
+    from coursework.markdown import glue_values, plain_notebook  # the student edition's renderer
 
     out = copy.deepcopy(nb)
     glued = glue_values(nb)
@@ -344,32 +346,21 @@ def lite_notebook(nb: dict, slug: str, note: str) -> dict:
     for cell in out["cells"]:
         if cell["cell_type"] == "code":
             cell["outputs"], cell["execution_count"] = [], None
-            if TORCH_TAG in cell.get("metadata", {}).get("tags", []):
+            tags = cell.get("metadata", {}).get("tags", [])
+            if TORCH_TAG in tags:
                 cell["source"] = (
                     f'print("Skipped in the browser: this check needs PyTorch/transformers. "\n'
                     f'      "Run it locally, in a clone of the book: {command}")')
+            elif HEAVY_TAG in tags:
+                cell["source"] = (
+                    f'print("Skipped in the browser: this cell is too heavy for it (it measures the "\n'
+                    f'      "machine or needs a large array). Run it locally: {command}")')
         cell.get("metadata", {}).pop("execution", None)
     plain_notebook(out, glued)
     out["cells"].insert(0, {"cell_type": "markdown", "id": "lite-note", "metadata": {}, "source": note})
     out["metadata"]["kernelspec"] = {"name": "python", "display_name": "Python (Pyodide)", "language": "python"}
     out["metadata"]["language_info"] = {"name": "python"}
     return out
-
-
-def _text(source: str | list[str]) -> str:
-    return source if isinstance(source, str) else "".join(source)
-
-
-def glue_values(nb: dict) -> dict[str, str]:
-    """The glued values of ``nb``'s committed outputs, as their plain-text repr (key -> text)."""
-    values = {}
-    for cell in nb["cells"]:
-        for output in cell.get("outputs", []):
-            key = output.get("metadata", {}).get("scrapbook", {}).get("name")
-            text = output.get("data", {}).get("text/plain")
-            if key and text is not None:
-                values[key] = _text(text)
-    return values
 
 
 def contents_index(files: Path, names: list[str]) -> None:

@@ -23,6 +23,7 @@ import nbformat
 import yaml
 
 from .exercises import ROOT, chapter_notebooks, exercise_pairs, exercise_text, read
+from .markdown import glue_values, notebook_context, render
 
 ASSIGNMENTS = ROOT / "assignments"
 OUT = ROOT / "_build" / "assignments"
@@ -62,6 +63,8 @@ def master_notebook(chapter: Path) -> nbformat.NotebookNode:
     slug = chapter.stem
     nb = read(chapter)
     solutions = reference_solutions(slug)
+    # MyST (citations, cross-references, glued numbers) as plain Markdown: Jupyter shows MyST raw
+    context = notebook_context([c.source for c in nb.cells if c.cell_type == "markdown"], glue_values(nb))
     title = next((line[2:].strip() for c in nb.cells if c.cell_type == "markdown"
                   for line in c.source.splitlines() if line.startswith("# ")), slug)
     config = {
@@ -95,7 +98,7 @@ def master_notebook(chapter: Path) -> nbformat.NotebookNode:
         else:
             header.update(manual=True, points=1)
         cells.append(_raw("# BEGIN QUESTION\n" + yaml.safe_dump(header, sort_keys=False)))
-        prompt = f"**Exercise `{label}`**\n\n{exercise_text(exercise)}"
+        prompt = f"**Exercise `{label}`**\n\n{render(exercise_text(exercise), context)}"
         if spec:
             prompt += f"\n\n**Submit** ({spec.task}):\n\n" + "\n".join(
                 f"- `{p.name}`: {'a function' if p.kind == 'function' else p.prompt}"
@@ -107,7 +110,7 @@ def master_notebook(chapter: Path) -> nbformat.NotebookNode:
             cells.append(nbformat.v4.new_code_cell(code))
         if solution is not None:
             cells.append(nbformat.v4.new_markdown_cell(
-                "**Worked solution (from the chapter).**\n\n" + solution.text.strip()))
+                "**Worked solution (from the chapter).**\n\n" + render(solution.text.strip(), context)))
             if solution.gated:  # its code cells, as text: a code cell here would become an answer cell
                 cells.append(nbformat.v4.new_markdown_cell(
                     "**Code of the worked solution.**\n\n"

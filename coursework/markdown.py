@@ -227,6 +227,18 @@ def plain_markdown(text: str, ctx: _Context | None = None, glued: dict[str, str]
     return render(text, ctx or notebook_context([text], glued))
 
 
+def glue_values(nb) -> dict[str, str]:
+    """The glued values of ``nb``'s committed outputs, as their plain-text repr (key -> text)."""
+    values = {}
+    for cell in nb["cells"]:
+        for output in cell.get("outputs", []):
+            key = output.get("metadata", {}).get("scrapbook", {}).get("name")
+            text = output.get("data", {}).get("text/plain")
+            if key and text is not None:
+                values[key] = text if isinstance(text, str) else "".join(text)
+    return values
+
+
 def plain_notebook(nb, glued: dict[str, str] | None = None):
     """Render every markdown cell of ``nb`` (in place) with one context for the whole notebook."""
     cells = [c for c in nb["cells"] if c["cell_type"] == "markdown"]

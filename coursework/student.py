@@ -21,6 +21,7 @@ import nbformat
 import yaml
 
 from .exercises import ROOT, chapter_notebooks, directives, read
+from .markdown import glue_values, plain_notebook
 
 STUDENT = ROOT / "_build" / "student"
 
@@ -49,8 +50,13 @@ def _md(source: str, like: nbformat.NotebookNode) -> nbformat.NotebookNode | Non
     return cell
 
 
-def student_notebook(nb: nbformat.NotebookNode, stubs: bool = True, keep_glue: bool = False) -> nbformat.NotebookNode:
+def student_notebook(nb: nbformat.NotebookNode, stubs: bool = True, keep_glue: bool = False,
+                     plain: bool | None = None) -> nbformat.NotebookNode:
     """A copy of ``nb`` with every solution removed and a stub code cell after each exercise.
+
+    With ``plain`` (the default for the notebooks, i.e. with ``stubs``), MyST markup is rendered as
+    plain Markdown (:func:`coursework.markdown.plain_notebook`: author-year citations, plain-text
+    cross-references, exercise headings, glued values), since Jupyter shows MyST as raw text.
 
     The cells between a gated ``solution-start`` and ``solution-end`` go, and so does a fenced
     solution block; markdown around a solution stays, split into cells so that each stub follows
@@ -93,6 +99,8 @@ def student_notebook(nb: nbformat.NotebookNode, stubs: bool = True, keep_glue: b
     out.cells = cells
     for j, cell in enumerate(out.cells):  # fresh, unique ids (nbformat >= 4.5)
         cell["id"] = f"cell-{j}"
+    if stubs if plain is None else plain:
+        plain_notebook(out, glue_values(nb))
     return out
 
 

@@ -16,9 +16,14 @@ Failures (exit status 1):
   - a glue placeholder or an empty glued value; the glued numbers of ``GLUED`` missing;
   - an exercise without a solution, or a solution dropdown that is not hidden at first and shown
     after a click on its title;
-  - the search page returning nothing for ``SEARCH_TERM``.
+  - the search page returning nothing for ``SEARCH_TERM``;
+  - a code cell that scrolls sideways at the default window size (``VIEWPORT``): chapter code
+    lines are at most 88 characters and the book's CSS makes them fit;
+  - in the JupyterLite edition (``_build/html/lite``), a chapter of ``LITE_DEFAULT`` (``--lite``)
+    that does not run: see scripts/lite_test.py (it shares this browser).
 
-Advice (printed, exit status 0 unless ``--strict``): a content image without a caption,
+Advice (printed, exit status 0 unless ``--strict``): a code block or output wider than the
+column, a content image without a caption,
 narrower than half of the text column or shrunk below 80 % (its text shrinks with it); a numeric
 table cell that is not right-aligned or a large integer without thousands separators; a numbered
 chapter whose first two paragraphs ask no question, without a "Summary" section or with fewer
@@ -34,10 +39,10 @@ import argparse
 import asyncio
 import functools
 import http.server
+import json
 import re
 import shutil
 import sys
-import tempfile
 import threading
 import time
 from contextlib import contextmanager
@@ -59,6 +64,9 @@ LINK_ONLY = ("a.", "link[canonical]", "link[alternate]", "link[license]", "link[
 SHOT_PAGES = ("chapters/preface.html", "chapters/matmul-cost.html")  # more screenshots of these
 SKIP_DIRS = {"_static", "_sources", "_images", "_downloads"}
 TIMEOUT_MS = 15_000
+VIEWPORT = {"width": 1280, "height": 900}  # the default window size the book is checked at
+LITE_DEFAULT = ["matmul-cost"]  # chapters run in the JupyterLite edition (scripts/lite_test.py)
+LITE_RESULTS: list[dict] = []
 
 
 # --------------------------------------------------------------------------- static link check
@@ -203,11 +211,16 @@ async () => {
   const cells = Array.from(article.querySelectorAll('table td, table th')).map(c => ({
     text: c.textContent.trim(), align: getComputedStyle(c).textAlign,
   })).filter(c => /^[-+−]?[\d,.\s]*\d[\d,.\s]*%?$/.test(c.text));
+  // code that scrolls sideways: code cells (their lines are <= 88 characters) and other blocks
+  const wide = Array.from(article.querySelectorAll('div.highlight pre'))
+    .filter(p => p.scrollWidth > p.clientWidth + 1)
+    .map(p => ({cell: !!p.closest('div.cell_input'),
+                line: p.textContent.split('\n').reduce((a, b) => (b.length > a.length ? b : a), '')}));
   const h1 = article.querySelector('h1');
   const h2s = Array.from(article.querySelectorAll('h2')).map(h => h.textContent.replace('#', '').trim());
   const opening = Array.from(article.querySelectorAll('section > p')).slice(0, 2).map(p => p.textContent).join(' ');
   return {text, untypeset, merrors, mathCount: maths.length, images, emptyGlue, gluedCount: glued.length,
-          exercises, solutions, cells, h1: h1 ? h1.textContent : '', h2s, opening,
+          exercises, solutions, cells, wide, h1: h1 ? h1.textContent : '', h2s, opening,
           numbered: !!(h1 && h1.querySelector('.section-number'))};
 }
 """
@@ -270,6 +283,14 @@ async def check_page(page, url: str, rel: str, shots: Path | None, problems: lis
                            f"{img['src'].rsplit('/', 1)[-1][:12]}... to {img['width'] / img['natural']:.0%}"))
         if img["width"] > img["col"] + 1:
             advice.append((rel, "images wider than the column", f"{img['src']} ({img['width']:.0f} px)"))
+
+    for block in facts["wide"]:
+        line = block["line"].strip()
+        if block["cell"]:
+            problems.append(say(f"code cell scrolls sideways at {VIEWPORT['width']} px ({len(block['line'])} "
+                                f"characters): {line[:60]!r}"))
+        else:
+            advice.append((rel, "code blocks or outputs wider than the column", f"{len(block['line'])} chars"))
 
     for cell in facts["cells"]:
         if re.fullmatch(r"0\d+", cell["text"]):  # an identifier such as seed "001", not a number
@@ -413,7 +434,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--strict", action="store_true", help="treat advice as failures")
     ap.add_argument("-v", "--verbose", action="store_true", help="print the seconds spent per page")
     ap.add_argument("--workers", type=int, default=2, help="pages checked at a time (default 2)")
+    ap.add_argument("--lite", nargs="*", default=None, metavar="SLUG",
+                    help=f"chapters to run in the JupyterLite edition (default: {' '.join(LITE_DEFAULT)}; "
+                         "none: --lite with no slug)")
+    ap.add_argument("--lite-json", type=Path, help="write the JupyterLite timings here (for the bench)")
     args = ap.parse_args(argv)
+    if args.lite is None:
+        args.lite = LITE_DEFAULT if (args.site / "lite" / "files").is_dir() else []
 
     t0 = time.perf_counter()
     site = args.site.resolve()
@@ -452,8 +479,11 @@ def main(argv: list[str] | None = None) -> int:
           f"{stats['glue']} glued values, {stats['images']} images, {stats['exercises']} exercises, "
           f"{hits} search hits for {SEARCH_TERM!r}; {len(problems)} problems, {len(grouped)} advice; "
           f"{seconds:.1f} s" + (f"; screenshots in {shots}" if shots else ""))
-    # one check per page (and one for the search); a page fails if any problem names it
-    checked_pages = to_open + ["search"]
+    if args.lite_json:
+        args.lite_json.write_text(json.dumps(LITE_RESULTS, indent=1))
+    # one check per page (and one for the search, one per JupyterLite chapter); a page fails if
+    # any problem names it
+    checked_pages = to_open + ["search"] + [f"lite/{slug}" for slug in args.lite]
     flagged = problems + ([f"{rel}: {kind}" for rel, kind in grouped] if args.strict else [])
     bad = {rel for rel in checked_pages if any(line.startswith(f"{rel}:") for line in flagged)}
     unattributed = [line for line in flagged if not any(line.startswith(f"{rel}:") for rel in checked_pages)]
@@ -473,10 +503,9 @@ async def check_in_browser(pages: list[str], base: str, args: argparse.Namespace
     from playwright.async_api import async_playwright  # imported late: only this script needs it
 
     async with async_playwright() as pw:
-        with tempfile.TemporaryDirectory() as profile:
-            context = await pw.chromium.launch_persistent_context(
-                profile, executable_path=args.chromium, args=CHROMIUM_ARGS, headless=True,
-                viewport={"width": 1280, "height": 900}, service_workers="block")
+        browser = await pw.chromium.launch(executable_path=args.chromium, args=CHROMIUM_ARGS, headless=True)
+        try:
+            context = await browser.new_context(viewport=VIEWPORT, service_workers="block")
             if args.verbose:
                 print(f"  browser started: {time.perf_counter() - t0:.2f} s", flush=True)
             external: list[str] = []
@@ -496,13 +525,36 @@ async def check_in_browser(pages: list[str], base: str, args: argparse.Namespace
                     finally:
                         await page.close()
 
-            try:
+            async def pages_then_search() -> int:
                 await asyncio.gather(*(one(rel) for rel in pages))
-                hits = await check_search(context, base, problems, shots)
-            finally:
-                await context.close()
+                return await check_search(context, base, problems, shots)
+
+            # the JupyterLite chapters run in the same browser, in a context of their own (service
+            # workers allowed, as for a reader), while the pages are checked: Pyodide's start is
+            # mostly waiting for one core
+            hits, _ = await asyncio.gather(pages_then_search(), run_lite(browser, base, args, problems))
+        finally:
+            await browser.close()
     problems.extend(f"request to another host (the book must work offline): {u}" for u in sorted(set(external)))
     return hits
+
+
+async def run_lite(browser, base: str, args: argparse.Namespace, problems: list[str]) -> None:
+    """Run ``args.lite`` (chapter slugs) in the book's JupyterLite edition (scripts/lite_test.py)."""
+    if not args.lite:
+        return
+    from lite_test import new_lite_context, run_chapter
+
+    context = await new_lite_context(browser, base, problems)
+    try:
+        for slug in args.lite:
+            result = await run_chapter(context, base, slug, problems)
+            LITE_RESULTS.append(result)
+            print(f"  lite/{slug}: kernel ready {result['kernel']:.1f} s, first code cell done "
+                  f"{result['first']:.1f} s, all {result['cells']} code cells {result['all']:.1f} s "
+                  f"({result['skipped']} skipped: need PyTorch)", flush=True)
+    finally:
+        await context.close()
 
 
 if __name__ == "__main__":

@@ -112,6 +112,7 @@ def test_student_version_has_no_solutions(assignment):
             if "=" in line and "..." not in line and len(line.strip()) > 20:
                 assert line.strip() not in student, f"{label}: solution line in the student notebook"
     assert "Worked solution" not in student
+    assert "{cite:" not in student and "{ref}`" not in student and "{glue:text}`" not in student
     nb = nbformat.reads(student, as_version=4)
     answer_cells = [c for c in nb.cells if "otter_answer_cell" in c.metadata.get("tags", [])]
     assert len(answer_cells) == len(POINTS)
@@ -154,3 +155,7 @@ def test_every_chapter_gets_an_assignment(chapter):
         assert f"check({label!r}, {part}, part={part!r})" in source
     for q, label in zip(questions, labels, strict=True):
         assert ("manual: true" in q) == (label not in EXERCISES)
+    # MyST roles and directives are rendered as plain Markdown (Jupyter shows MyST as raw text)
+    text = "\n".join(c.source for c in master.cells if c.cell_type == "markdown")
+    raw = re.findall(r"\{[\w:-]+\}`[^`]*`|^(?::{3,}|`{3,})\{[\w:-]+\}.*$|^\([\w.:-]+\)=", text, re.M)
+    assert not raw, f"{chapter.stem}: MyST left as raw text in the assignment: {raw[:3]}"

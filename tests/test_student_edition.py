@@ -78,12 +78,17 @@ def test_student_notebook_has_no_solution(path):
     leaked = sorted(s for s in snippets if s in text)
     assert not leaked, f"{path.name}: solution text in the student notebook: {leaked[:3]}"
     assert not re.search(r"\{solution(-start|-end)?\}", text)
+    # MyST is rendered as plain Markdown: no role, directive or label is left as raw text
+    md = "\n".join(c.source for c in student.cells if c.cell_type == "markdown")
+    raw = re.findall(r"\{[\w:-]+\}`[^`]*`|^(?::{3,}|`{3,})\{[\w:-]+\}.*$|^\([\w.:-]+\)=[ \t]*$", md, re.M)
+    assert not raw, f"{path.name}: MyST left as raw text in the student notebook: {raw[:3]}"
     # every exercise is still there, followed (after its text) by a stub code cell
     labels = [ex.label for ex, _ in exercise_pairs(nb)]
     stubs = [c for c in student.cells if "student-stub" in c.metadata.get("tags", [])]
     assert [re.search(r"Exercise (\S+):", c.source).group(1) for c in stubs] == labels
-    for label in labels:
-        k = next(i for i, c in enumerate(student.cells) if f":label: {label}" in c.source)
+    for label in labels:  # the exercise is a plain Markdown heading naming its label
+        heading = f"Exercise {labels.index(label) + 1} (`{label}`)"
+        k = next(i for i, c in enumerate(student.cells) if heading in c.source)
         nxt = next(c for c in student.cells[k + 1:] if "student-stub" in c.metadata.get("tags", []))
         assert f"Exercise {label}:" in nxt.source
     # nothing but solutions went: every code cell outside a gated solution survives with its outputs
@@ -130,3 +135,45 @@ def test_student_html_has_no_solution(student_html):
         # the exercises themselves are shown, and the snippet method does find rendered text
         shown = [w for ex, _ in exercise_pairs(nb) for w in _words(exercise_text(ex))]
         assert shown and sum(w in text for w in shown) >= len(shown) // 2, f"{page.name}: exercises not rendered"
+
+
+# --------------------------------------------------------------------------- MyST as plain Markdown
+def _plain(text: str, glued: dict | None = None) -> str:
+    from coursework.markdown import plain_markdown
+
+    return plain_markdown(text, glued=glued)
+
+
+def test_citations_are_author_year_from_the_bibliography():
+    # expected strings written by hand from references.bib (Kaplan et al. 2020: ten authors;
+    # Hoffmann et al. 2022)
+    assert _plain("as shown {cite:p}`kaplan2020scaling`.") == "as shown (Kaplan et al., 2020)."
+    assert _plain("{cite:t}`kaplan2020scaling` found") == "Kaplan et al. (2020) found"
+    assert _plain("{cite:p}`kaplan2020scaling,hoffmann2022chinchilla`") == \
+        "(Kaplan et al., 2020; Hoffmann et al., 2022)"
+
+
+def test_cross_references_become_plain_text():
+    text = ("(sec-a)=\n## Counting products\n\nSee {ref}`sec-a`, {ref}`this part <sec-a>` and "
+            "{eq}`eq-b`:\n\n$$\nx = 1\n$$ (eq-a)\n\n$$\ny = 2\n$$ (eq-b)\n\n{doc}`the chapter <matmul-cost>`")
+    out = _plain(text)
+    assert "(sec-a)=" not in out and "## Counting products" in out
+    assert "See Counting products, this part and (2):" in out
+    assert "\\tag{1}" in out and "\\tag{2}" in out and "(eq-a)" not in out
+    assert "the chapter" in out and "{doc}" not in out
+
+
+def test_glue_roles_show_the_committed_value_with_its_format():
+    glued = {"n-params": "175000000000", "ratio": "0.123456"}
+    out = _plain("{glue:text}`n-params:,.0f` and {glue:text}`ratio:.2%` and {glue:}`missing`", glued)
+    assert out == "175,000,000,000 and 12.35% and `missing`"
+
+
+def test_exercises_solutions_and_admonitions_become_markdown():
+    text = (":::{exercise}\n:label: x-ex-one\nCount it.\n:::\n\n::::{solution} x-ex-one\n:class: dropdown\n"
+            "It is 6.\n::::\n\n```{admonition} Careful\n:class: warning\nBig numbers.\n```\n")
+    out = _plain(text)
+    assert "#### Exercise 1 (`x-ex-one`)\n\nCount it." in out
+    assert "<details>\n<summary>Solution</summary>\n\nIt is 6." in out
+    assert "> **Careful.**" in out and "> Big numbers." in out
+    assert ":label:" not in out and ":class:" not in out and "{" not in out
