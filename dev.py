@@ -5,10 +5,13 @@
     python3 dev.py test      set up .venv (test requirements) and run every test: ruff, pytest,
                              nbval over every chapter notebook, a clean book build (zero
                              warnings) and the browser test of every page (scripts/browser_test.py;
-                             installs Debian's chromium first when it is missing and we are root)
+                             installs Debian's chromium first when it is missing and we are root),
+                             which also runs one chapter in the JupyterLite edition
     python3 dev.py execute   re-execute every chapter notebook in place (after an edit)
     python3 dev.py bench     time a clean book build, the browser test, nbval alone and the whole
-                             test run
+                             test run; the time to the first executed cell in the browser
+    python3 dev.py lite-all  run every chapter in the book's JupyterLite edition (headless chromium,
+                             offline; several minutes): scripts/lite_test.py --all
 
 Each command creates ``.venv`` and installs what it needs first (skipped when the requirement
 files have not changed since the last install). ``make book`` / ``make test`` call these.
@@ -134,6 +137,16 @@ def execute() -> None:
     run(PY, "scripts/execute.py", *sys.argv[2:], env=numeric_env())
 
 
+def lite_all() -> None:
+    """Every chapter in the JupyterLite edition of the built book (build it first if missing)."""
+    setup("test")
+    if not (ROOT / "_build" / "html" / "lite" / "files").is_dir():
+        build_book()
+    if not ensure_chromium():
+        sys.exit(1)
+    run(PY, "scripts/lite_test.py", "--all", *sys.argv[2:])
+
+
 def bench() -> None:
     setup("test")
     run(PY, "benchmarks/run.py", env=numeric_env())
@@ -144,7 +157,7 @@ def coursework() -> None:
     run(PY, "-m", "coursework", *sys.argv[1:])
 
 
-COMMANDS = {"book": book, "test": test, "execute": execute, "bench": bench,
+COMMANDS = {"book": book, "test": test, "execute": execute, "bench": bench, "lite-all": lite_all,
             "student": coursework, "assign": coursework, "grade": coursework}
 
 if __name__ == "__main__":

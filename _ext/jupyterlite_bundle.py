@@ -188,7 +188,6 @@ const [core, packages, work] = process.argv.slice(2);
 const { loadPyodide } = require(core + "/pyodide.js");
 (async () => {
   const py = await loadPyodide({indexURL: core + "/", packageCacheDir: packages + "/"});
-  await py.loadPackage(["matplotlib"], {messageCallback: () => {}});
   py.FS.mkdirTree("/work");
   py.FS.mount(py.FS.filesystems.NODEFS, {root: work}, "/work");
   py.runPython(`
@@ -197,37 +196,33 @@ for name in sorted(os.listdir("/work/src")):
     ok = compileall.compile_dir(f"/work/src/{name}", quiet=1, workers=1, legacy=True,
                                 invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
     assert ok, name
-os.environ["MPLCONFIGDIR"] = "/work/mpl"
-import matplotlib.font_manager  # writes the font cache into MPLCONFIGDIR
 `);
 })().catch((err) => { console.error(err); process.exit(1); });
 """
 
 
-def compiled_in_pyodide(core: Path, packages: Path, wheels: dict[str, Path]) -> tuple[dict[str, Path], Path]:
-    """The pure wheels compiled by Pyodide's Python (sourceless), and matplotlib's font cache.
+def compiled_in_pyodide(core: Path, packages: Path, wheels: dict[str, Path]) -> dict[str, Path]:
+    """The pure wheels compiled by Pyodide's Python (sourceless).
 
     Pyodide compiles a module that has no bytecode at every import: sympy's first import takes
     many seconds in the browser, most of it compiling. Its own packages come compiled; the PyPI
     wheels are compiled here once, in Pyodide under Node (``npm`` brings Node), into ``.pyc``
     files that replace the sources (as in Pyodide's own packages: smaller, and nothing to check
-    against a source's time), and matplotlib's font list is built once instead of at the
-    reader's first plot. Cached by the wheels' sha256.
-    Returns the compiled wheels and the folder holding ``fontlist-*.json``.
+    against a source's time). Cached by the wheels' sha256.
     """
-    key = hashlib.sha256((core.name + "".join(sorted(sha256(p) for p in wheels.values()))).encode()).hexdigest()[:16]
+    parts = [core.name, NODE_SCRIPT, *sorted(sha256(p) for p in wheels.values())]
+    key = hashlib.sha256("".join(parts).encode()).hexdigest()[:16]
     dest = CACHE / f"compiled-{key}"
     if (dest / ".complete").is_file():
-        return {req: dest / p.name for req, p in wheels.items()}, dest / "mpl"
+        return {req: dest / p.name for req, p in wheels.items()}
     node = shutil.which("node")
     if node is None:
         raise BundleError("Node.js is needed once, to compile the pure wheels in Pyodide (it comes with npm)")
-    _log(f"compiling {', '.join(wheels)} and matplotlib's font list in Pyodide (once)")
+    _log(f"compiling {', '.join(wheels)} in Pyodide (once)")
     tmp = Path(tempfile.mkdtemp(dir=CACHE))
     for path in wheels.values():
         with zipfile.ZipFile(path) as z:
             z.extractall(tmp / "src" / path.stem)
-    (tmp / "mpl").mkdir()
     script = tmp / "compile.js"
     script.write_text(NODE_SCRIPT)
     done = subprocess.run([node, str(script), str(core), str(packages), str(tmp)], capture_output=True, text=True)
@@ -249,7 +244,7 @@ def compiled_in_pyodide(core: Path, packages: Path, wheels: dict[str, Path]) -> 
     (tmp / ".complete").write_text(key)
     shutil.rmtree(dest, ignore_errors=True)
     tmp.rename(dest)
-    return {req: dest / p.name for req, p in wheels.items()}, dest / "mpl"
+    return {req: dest / p.name for req, p in wheels.items()}
 
 
 # --------------------------------------------------------------------------- wheels made here
@@ -438,7 +433,7 @@ def build_site(out: Path, notebooks: list[Path], pyodide: str = "local") -> dict
     federated = [{"name": ext_pkg["name"], "load": build["load"],
                   **{k: build[k] for k in ("extension", "mimeExtension", "style") if k in build}}]
 
-    names, env = list(s["pyodide_packages"]), {}
+    names = list(s["pyodide_packages"])
     pypi = out / "pypi"  # wheels installed at start (by URL) and offered to %pip
     pypi.mkdir(parents=True)
     own = [llmmath_wheel(pypi), shim_wheel(pypi)]
@@ -452,15 +447,10 @@ def build_site(out: Path, notebooks: list[Path], pyodide: str = "local") -> dict
             shutil.copy2(folder / name, static / name)
         pyodide_url = "./static/pyodide/pyodide.js"
         pure = {r: p for r, p in wheels.items() if not r.startswith("comm==")}
-        compiled, mpl = compiled_in_pyodide(core, folder, pure)
+        compiled = compiled_in_pyodide(core, folder, pure)
         for path in compiled.values():
             shutil.copy2(path, pypi / path.name)
             own.append(pypi / path.name)
-        fonts = {f"llmmath_lite/mplconfig/{f.name}": f.read_bytes() for f in mpl.glob("fontlist-*.json")}
-        fonts["llmmath_lite/__init__.py"] = b'"""The JupyterLite edition\'s matplotlib font list."""\n'
-        own.append(write_wheel(pypi, "llmmath-lite", "0.0.0", fonts, []))
-        python = ".".join(lock["info"]["python"].split(".")[:2])
-        env["MPLCONFIGDIR"] = f"/lib/python{python}/site-packages/llmmath_lite/mplconfig"
     else:
         pyodide_url = s["pyodide"]["cdn_url"] + "pyodide.js"
         names += ["sympy"]  # Pyodide's own (compiled) sympy from the CDN
@@ -481,7 +471,7 @@ def build_site(out: Path, notebooks: list[Path], pyodide: str = "local") -> dict
             "pyodideUrl": pyodide_url,
             "disablePyPIFallback": True,
             "pipliteUrls": [f"./extensions/{KERNEL_EXTENSION}/static/pypi/all.json", "./pypi/all.json"],
-            "loadPyodideOptions": {"packages": names + urls, **({"env": env} if env else {})},
+            "loadPyodideOptions": {"packages": names + urls},
         }},
     })
     config_path.write_text(json.dumps(config, indent=2))

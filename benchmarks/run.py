@@ -1,5 +1,9 @@
 """Time a clean book build, the browser test, nbval alone and the whole test run.
 
+The browser test runs a chapter in the book's JupyterLite edition too: the bench prints the time
+from opening it to the result of its first code cell (Pyodide's start, the packages' loading and
+the imports included) and the time to run all its cells after that.
+
 Run with ``python3 dev.py bench``. Prints seconds; the budgets (2 cores, installs excluded) are a
 clean build <= 60 s, the browser test <= 30 s and the whole test run <= 120 s. Timing lives here,
 never in the tests. The load average is printed too: on a busy machine every figure is larger.
@@ -9,10 +13,12 @@ after ``python3 dev.py test``) to exclude them.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -44,7 +50,13 @@ def main() -> int:
     timed("clean book build", [str(BIN / "jupyter-book"), "build", ".", "-W", "-n", "--keep-going"],
           before=lambda: shutil.rmtree(ROOT / "_build", ignore_errors=True))
     if Path("/usr/bin/chromium").is_file():
-        timed("browser test", [str(BIN / "python"), "scripts/browser_test.py"])
+        with tempfile.TemporaryDirectory() as tmp:
+            lite = Path(tmp) / "lite.json"
+            timed("browser test", [str(BIN / "python"), "scripts/browser_test.py", "--lite-json", str(lite)])
+            for r in json.loads(lite.read_text()) if lite.is_file() else []:
+                print(f"{'  in the browser':<20} {r['first']:7.1f} s  to the first executed cell of {r['slug']} "
+                      f"(kernel ready {r['kernel']:.1f} s); all {r['cells']} code cells {r['all']:.1f} s more",
+                      flush=True)
     else:
         print("browser test: skipped (/usr/bin/chromium missing: python3 dev.py test installs it)")
     timed("nbval alone", PYTEST + ["--nbval", "chapters"])

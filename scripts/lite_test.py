@@ -35,6 +35,7 @@ from browser_test import CHROMIUM, CHROMIUM_ARGS, _console_error, serve  # noqa:
 DEFAULT = ["matmul-cost"]
 KERNEL_TIMEOUT_MS = 180_000  # Pyodide's start on a busy 2-core machine, then the cell
 RUN_TIMEOUT_S = 300  # one chapter's cells, after the first
+CHAPTER_TIMEOUT_S = 480
 
 # The notebook panel of JupyterLite's notebook app, once the notebook is loaded and its kernel
 # (Pyodide, with every package of the edition) has started.
@@ -127,14 +128,20 @@ async def run_all(slugs: list[str], site: Path, chromium: str, problems: list[st
         async with async_playwright() as pw:
             browser = await pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, headless=True)
             try:
-                context = await new_lite_context(browser, base, problems)
-                for slug in slugs:
-                    result = await run_chapter(context, base, slug, problems)
+                for slug in slugs:  # a fresh context (storage, service worker) per chapter, as a new reader
+                    context = await new_lite_context(browser, base, problems)
+                    try:
+                        result = await asyncio.wait_for(run_chapter(context, base, slug, problems), CHAPTER_TIMEOUT_S)
+                    except asyncio.TimeoutError:
+                        problems.append(f"lite/{slug}: did not finish within {CHAPTER_TIMEOUT_S} s")
+                        result = {"slug": slug, "kernel": float("nan"), "first": float("nan"),
+                                  "all": float("nan"), "cells": 0, "skipped": 0}
+                    finally:
+                        await context.close()
                     results.append(result)
                     print(f"  {slug}: kernel ready {result['kernel']:.1f} s, first cell {result['first']:.1f} s, "
-                          f"all {result['cells']} code cells "
-                          f"{result['all']:.1f} s ({result['skipped']} skipped: need PyTorch)", flush=True)
-                await context.close()
+                          f"all {result['cells']} code cells {result['all']:.1f} s ({result['skipped']} skipped)",
+                          flush=True)
             finally:
                 await browser.close()
     return results
