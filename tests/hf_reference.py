@@ -357,12 +357,14 @@ def random_config(family: str, draw: Any, st: Any) -> dict[str, Any]:
                     num_kv_heads=kv, new_decoder_architecture=new, multi_query=b(), parallel_attn=b() or new,
                     bias=b(), max_position_embeddings=32, **base)
     if family in ("deepseek_v2", "deepseek_v3"):
+        # even latent and no-rope widths: DeepSeek-V2's complex rotary code views the slice after
+        # them as complex numbers, which needs an even offset (every published config is even)
         E = i(2, 4)
         return dict(model_type=family, num_hidden_layers=L, hidden_size=a * i(1, 8), num_attention_heads=a,
                     num_key_value_heads=a, intermediate_size=i(1, 20), moe_intermediate_size=i(1, 12),
                     n_routed_experts=E, num_experts_per_tok=i(1, E), n_shared_experts=i(0, 2),
-                    first_k_dense_replace=i(0, L), q_lora_rank=pick(None, i(1, 12)), kv_lora_rank=i(1, 12),
-                    qk_nope_head_dim=i(1, 6), qk_rope_head_dim=2 * i(1, 3), v_head_dim=i(1, 8),
+                    first_k_dense_replace=i(0, L), q_lora_rank=pick(None, i(1, 12)), kv_lora_rank=2 * i(1, 6),
+                    qk_nope_head_dim=2 * i(1, 3), qk_rope_head_dim=2 * i(1, 3), v_head_dim=i(1, 8),
                     attention_bias=b(), n_group=1, topk_group=1, max_position_embeddings=32,
                     tie_word_embeddings=b(), **base)
     if family in ("bert", "roberta"):
