@@ -21,6 +21,7 @@ module              chapter
 ``optim``           optimizer update rules and their state
 ``scaling``         scaling laws and compute-optimal training
 ``parallel``        splitting a training step across GPUs: collectives, layouts, memory, time
+``planning``        planning a training run and its serving end to end (``plan``, ``serve``)
 ``errata``          the seeds' claims, rechecked
 ``check``           checking a reader's answers to the exercises
 ==================  ===========================================================
@@ -44,6 +45,7 @@ from . import (
     optim,
     parallel,
     params,
+    planning,
     presets,
     scaling,
     units,
@@ -62,6 +64,7 @@ from .mlp import *  # noqa: F403
 from .optim import *  # noqa: F403
 from .parallel import *  # noqa: F403
 from .params import *  # noqa: F403
+from .planning import *  # noqa: F403
 from .presets import *  # noqa: F403
 from .scaling import *  # noqa: F403
 from .units import *  # noqa: F403
@@ -71,7 +74,7 @@ __version__ = "0.1.0"
 #: The modules whose public names make up the top level, in the book's order.
 MODULES = (
     config, presets, matmul, chain, mlp, params, flops, hardware, memory, inference, units, optim, scaling, parallel,
-    errata,
+    planning, errata,
     _check_module,
 )
 

@@ -1,24 +1,33 @@
-"""``python -m llmmath``: a readable summary of a model.
+"""``python -m llmmath``: a model's summary, a training plan, a serving plan.
 
-    python -m llmmath llama-65b              # a preset (see llmmath.PRESETS)
-    python -m llmmath path/to/config.json    # any supported Hugging Face config.json
+    python -m llmmath llama-65b              # summary of a preset (see llmmath.PRESETS)
+    python -m llmmath path/to/config.json    # ... of any supported Hugging Face config.json
     python -m llmmath --list                 # the preset names
     python -m llmmath --families             # the supported config.json model_types
+    python -m llmmath plan MODEL --tokens 15e12 --gpu h100 --gpus 16384 [--tp 8 --pp 16 ...]
+    python -m llmmath serve MODEL --gpu h100 --gpus 8 --context 8192 [--batch 32 --kv-dtype fp8]
 
-Bad input (unknown preset, missing file, bad JSON, unsupported model) prints one line on stderr
-and exits with status 2, without a traceback.
+Every command takes ``--json``. Exit status: 0, or 1 when the requested run does not fit in
+memory (the output says what and by how much), or 2 for bad input (unknown model or GPU, a
+degree that does not divide, a negative number, a malformed config): one line on stderr, no
+traceback.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from .config import TransformerConfig, from_hf_config, supported_families_table
+from .hardware import GPUS
 from .presets import PRESETS, preset
+
+_LAYOUT_FLAGS = ("tp", "pp", "cp", "ep", "zero", "micro_batch", "recompute")
 
 
 def load(spec: str) -> TransformerConfig:
@@ -35,11 +44,14 @@ def load(spec: str) -> TransformerConfig:
     return preset(spec)
 
 
+# ---- the summary ------------------------------------------------------------------------------
+
+
 def _rows(cfg: TransformerConfig) -> list[tuple[str, str]]:
     rows = [
         ("name", cfg.name),
         ("family", cfg.family),
-        ("kind", "causal decoder" if cfg.causal else "encoder"),
+        ("kind", "encoder-decoder" if cfg.is_encoder_decoder else "causal decoder" if cfg.causal else "encoder"),
         ("layers L", f"{cfg.n_layers:,}"),
         ("hidden size h", f"{cfg.hidden_size:,}"),
         ("heads a / kv heads", f"{cfg.n_heads} / {cfg.n_kv_heads} ({cfg.attention_kind})"),
@@ -73,7 +85,7 @@ def _rows(cfg: TransformerConfig) -> list[tuple[str, str]]:
 
 
 def _extra_rows(cfg: TransformerConfig) -> list[tuple[str, str]]:
-    """Rows from the later chapters' modules, when they are installed."""
+    """Rows from the later chapters' modules."""
     import llmmath
 
     rows: list[tuple[str, str]] = []
@@ -85,25 +97,254 @@ def _extra_rows(cfg: TransformerConfig) -> list[tuple[str, str]]:
     for attr, label, fmt in extras:
         if hasattr(llmmath, attr):
             rows.append((label, fmt(cfg)))
-    if hasattr(llmmath, "forward_flops"):
-        seq = min(cfg.max_position or 2048, 2048)
-        dec = seq if cfg.is_encoder_decoder else None  # T5: as many decoder as encoder tokens
-        label = f"s={seq:,}" + (" in and out" if dec else "")
-        rows.append((f"forward FLOPs / token ({label})",
-                     f"{llmmath.forward_flops(cfg, 1, seq, decoder_seq=dec) / seq:.4g}"))
-        rows.append((f"training FLOPs / token ({label})",
-                     f"{llmmath.training_flops(cfg, 1, seq, decoder_seq=dec) / seq:.4g}"))
-    if hasattr(llmmath, "weight_bytes"):
-        rows.append(("weights in bf16", f"{llmmath.weight_bytes(cfg, 'bf16') / 1e9:,.2f} GB"))
+    seq = min(cfg.max_position or 2048, 2048)
+    dec = seq if cfg.is_encoder_decoder else None  # T5: as many decoder as encoder tokens
+    label = f"s={seq:,}" + (" in and out" if dec else "")
+    rows.append((f"forward FLOPs / token ({label})",
+                 f"{llmmath.forward_flops(cfg, 1, seq, decoder_seq=dec) / seq:.4g}"))
+    rows.append((f"training FLOPs / token ({label})",
+                 f"{llmmath.training_flops(cfg, 1, seq, decoder_seq=dec) / seq:.4g}"))
+    rows.append(("weights in bf16", f"{llmmath.weight_bytes(cfg, 'bf16') / 1e9:,.2f} GB"))
     return rows
 
 
+def _summary_json(cfg: TransformerConfig) -> dict[str, Any]:
+    import dataclasses
+
+    import llmmath
+
+    seq = min(cfg.max_position or 2048, 2048)
+    dec = seq if cfg.is_encoder_decoder else None
+    return {
+        "config": {k: (list(v) if isinstance(v, tuple) else v) for k, v in dataclasses.asdict(cfg).items()},
+        "params": llmmath.param_count(cfg),
+        "active_params": llmmath.active_param_count(cfg),
+        "param_breakdown": llmmath.param_breakdown(cfg),
+        "seq": seq,
+        "decoder_seq": dec,
+        "forward_flops_per_token": llmmath.forward_flops(cfg, 1, seq, decoder_seq=dec) / seq,
+        "training_flops_per_token": llmmath.training_flops(cfg, 1, seq, decoder_seq=dec) / seq,
+        "weight_bytes_bf16": llmmath.weight_bytes(cfg, "bf16"),
+    }
+
+
+def _print_rows(rows: list[tuple[str, str]]) -> None:
+    width = max(len(k) for k, _ in rows)
+    for key, value in rows:
+        print(f"{key:<{width}}  {value}")
+
+
+# ---- plan and serve -----------------------------------------------------------------------------
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises ValueError (one line, exit status 2 in :func:`main`) instead of exiting."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise ValueError(message)
+
+
+def _number(text: str) -> float:
+    """A count typed as ``15e12``, ``16_000_000`` or ``1.5T``-free plain number."""
+    try:
+        value = float(text.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}")
+    return value
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("model", help="a preset name or the path of a config.json")
+    parser.add_argument("--gpu", required=True, help=f"accelerator: {', '.join(GPUS)} (any case)")
+    parser.add_argument("--gpus", required=True, type=int, help="number of accelerators")
+    parser.add_argument("--precision", default="bf16_tensor", help="peak FLOP/s used (default bf16_tensor)")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+
+
+def _plan_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="python -m llmmath plan", description="Plan a training run: memory per GPU, step time, "
+                "days, GPU-hours and cost; without a layout, search the layouts.")
+    _common(p)
+    p.add_argument("--tokens", required=True, type=_number, help="training tokens, e.g. 15e12")
+    p.add_argument("--seq", type=int, default=None, help="sequence length (default: the model's positions, at "
+                   "most 8192)")
+    p.add_argument("--global-batch-tokens", type=_number, default=None,
+                   help="tokens per optimizer step (default 4e6, rounded to whole micro-batches)")
+    for flag in ("tp", "pp", "cp", "ep"):
+        p.add_argument(f"--{flag}", type=int, default=None, help=f"{flag} degree (a layout flag)")
+    p.add_argument("--zero", type=int, default=None, help="ZeRO stage 0-3 (default 1)")
+    p.add_argument("--micro-batch", type=int, default=None, help="sequences per micro-batch (default 1)")
+    p.add_argument("--recompute", default=None, help="none, selective or full (default selective)")
+    p.add_argument("--mfu", type=float, default=None, help="assumed model FLOPs utilisation; without it the "
+                   "step-time model runs kernels at --efficiency of peak")
+    p.add_argument("--efficiency", type=float, default=1.0,
+                   help="fraction of peak the kernels reach in the step-time model (default 1: a lower bound)")
+    p.add_argument("--price-per-gpu-hour", type=float, default=None, help="price of one GPU-hour, for the cost")
+    p.add_argument("--top", type=int, default=5, help="layouts to show when searching (default 5)")
+    return p
+
+
+def _serve_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="python -m llmmath serve", description="Plan serving: weights and KV cache per GPU, the "
+                "largest batch, latency bounds and throughput (tensor parallelism over --gpus).")
+    _common(p)
+    p.add_argument("--context", required=True, type=int, help="tokens per sequence (prompt + output)")
+    p.add_argument("--batch", type=int, default=None, help="concurrent sequences (default: the largest that fits)")
+    p.add_argument("--prompt", type=int, default=None, help="prompt tokens of the prefill (default: --context)")
+    p.add_argument("--dtype", default="bf16", help="weights: fp32, fp16, bf16, fp8, int8, int4 (default bf16)")
+    p.add_argument("--kv-dtype", default="bf16", help="KV cache: fp32, fp16, bf16, fp8, int8 (default bf16)")
+    p.add_argument("--reserve-gb", type=float, default=0.0,
+                   help="GB per GPU kept for activations and the runtime (default 0)")
+    return p
+
+
+def _gb(n: float) -> str:
+    return f"{n / 1e9:,.1f} GB"
+
+
+def _layout_text(lay: dict[str, Any], seq: int) -> str:
+    extra = [f"ZeRO-{lay['zero_stage']}", f"recompute {lay['recompute']}"]
+    if lay["sequence_parallel"]:
+        extra.insert(1, "sequence parallel")
+    if lay["schedule"] == "interleaved":
+        extra.append(f"interleaved x{lay['virtual_stages']}")
+    return (f"tp {lay['tp']} x pp {lay['pp']} x dp {lay['dp']} x cp {lay['cp']} (ep {lay['ep']}), "
+            + ", ".join(extra) + f"; micro-batch {lay['microbatch_size']} x {lay['microbatches']}, "
+            f"global batch {lay['global_batch']:,} x {seq:,} tokens")
+
+
+def _plan_text(run: dict[str, Any]) -> list[tuple[str, str]]:
+    mem, cap = run["memory"], run["cluster"]["memory_bytes"]
+    parts = ", ".join(f"{k.replace('_', ' ')} {_gb(v)}" for k, v in mem.items() if k not in ("total", "stage") and v)
+    fit = (f"fits ({_gb(run['margin_bytes'])} to spare)" if run["fits"]
+           else f"does NOT fit: {_gb(-run['margin_bytes'])} over")
+    comm = ", ".join(f"{k} {_gb(v)}" for k, v in run["communication_bytes_per_step"].items() if k != "total" and v)
+    est = run["model_estimate"]
+    cost = "" if run["cost"] is None else f", cost {run['cost']:,.0f}"
+    return [
+        ("layout", _layout_text(run["layout"], run["seq"])),
+        ("memory (busiest GPU)", f"stage {mem['stage']}: {parts}"),
+        ("", f"total {_gb(mem['total'])} of {_gb(cap)}: {fit}"),
+        ("step", f"{run['model_flops_per_step']:.3g} model FLOPs; sent per GPU: {comm or 'nothing'}"),
+        ("step time", f"{run['step_seconds']:,.2f} s ({run['time_source']}); model estimate "
+                      f"{est['step']:,.2f} s = compute {est['compute']:,.2f} + bubble {est['bubble']:,.2f} "
+                      f"+ exposed communication {est['exposed_communication']:,.2f}, MFU {est['mfu']:.1%}"),
+        ("run", f"{run['steps']:,} steps, {run['days']:,.1f} days, {run['gpu_hours']:,.0f} GPU-hours{cost}, "
+                f"{run['tokens_per_second']:,.0f} tokens/s, MFU {run['mfu']:.1%}"),
+    ]
+
+
+def _plan(argv: Sequence[str]) -> int:
+    from .parallel import Layout  # noqa: F401 - imported for its validation messages
+    from .planning import layout_for, search_training_runs, training_run
+
+    args = _plan_parser().parse_args(argv)
+    cfg = load(args.model)
+    seq = args.seq if args.seq is not None else min(cfg.max_position or 8192, 8192)
+    gbt = args.global_batch_tokens if args.global_batch_tokens is not None else 4e6
+    kw = dict(mfu=args.mfu, efficiency=args.efficiency, price_per_gpu_hour=args.price_per_gpu_hour,
+              precision=args.precision)
+    if any(getattr(args, f) is not None for f in _LAYOUT_FLAGS):
+        degrees = {k: v for k, v in (("tp", args.tp), ("pp", args.pp), ("cp", args.cp), ("ep", args.ep),
+                                    ("zero_stage", args.zero), ("microbatch_size", args.micro_batch),
+                                    ("recompute", args.recompute)) if v is not None}
+        degrees.setdefault("zero_stage", 1)
+        degrees.setdefault("recompute", "selective")
+        layout = layout_for(cfg, args.gpus, seq, gbt, **degrees)
+        run = training_run(cfg, args.tokens, args.gpu, layout, seq, **kw)
+        if args.json:
+            print(json.dumps(run, indent=2))
+        else:
+            print(f"Training {cfg.name} ({run['model']['params']:,} parameters) on {args.tokens:,.0f} tokens, "
+                  f"{run['cluster']['n_gpus']:,} x {run['cluster']['gpu']}")
+            _print_rows(_plan_text(run))
+        return 0 if run["fits"] else 1
+    found = search_training_runs(cfg, args.tokens, args.gpu, args.gpus, seq, gbt, top=args.top, **kw)
+    if args.json:
+        print(json.dumps(found, indent=2))
+        return 0 if found["best"] else 1
+    print(f"Training {cfg.name} on {args.tokens:,.0f} tokens, {args.gpus:,} x {args.gpu}: searched "
+          f"{found['candidates']:,} layouts (global batch {found['global_batch']:,} x {seq:,} tokens), "
+          f"{found['fitting']:,} fit")
+    if not found["best"]:
+        close = found["closest"]
+        if close is None:
+            print("no layout divides the GPUs, layers and batch: change --gpus, --seq or --global-batch-tokens")
+        else:
+            print(f"none fits: the layout of least memory needs {_gb(close['memory']['total'])} per GPU, "
+                  f"{_gb(-close['margin_bytes'])} more than the {_gb(close['cluster']['memory_bytes'])} "
+                  "of the accelerator")
+            _print_rows(_plan_text(close))
+        return 1
+    for i, run in enumerate(found["best"], 1):
+        est = run["model_estimate"]
+        why = (f"step {est['step']:,.2f} s: bubble {est['bubble'] / est['step']:.0%}, exposed communication "
+               f"{est['exposed_communication'] / est['step']:.0%}; {_gb(run['margin_bytes'])} of memory to spare")
+        print(f"\n#{i}  {why}")
+        _print_rows(_plan_text(run))
+    return 0
+
+
+def _serve(argv: Sequence[str]) -> int:
+    from .planning import serving_run
+
+    args = _serve_parser().parse_args(argv)
+    cfg = load(args.model)
+    if not math.isfinite(args.reserve_gb) or args.reserve_gb < 0:
+        raise ValueError(f"--reserve-gb must be a number >= 0, got {args.reserve_gb}")
+    run = serving_run(cfg, args.gpu, args.gpus, args.context, batch=args.batch, prompt=args.prompt,
+                      dtype=args.dtype, kv_dtype=args.kv_dtype, reserve_bytes=round(args.reserve_gb * 1e9),
+                      precision=args.precision)
+    if args.json:
+        print(json.dumps(run, indent=2))
+        return 0 if run["fits"] else 1
+    c = run["cluster"]
+    print(f"Serving {cfg.name} ({run['model']['params']:,} parameters) on {c['n_gpus']} x {c['gpu']} "
+          f"(tensor parallel {c['n_gpus']}), {run['context']:,}-token sequences, weights {run['dtype']}, "
+          f"KV cache {run['kv_dtype']}")
+    rows = [
+        ("weights per GPU", _gb(run["weights_bytes_per_gpu"])),
+        ("KV cache per sequence", f"{_gb(run['kv_bytes_per_sequence_per_gpu'])} per GPU"),
+        ("largest batch", f"{run['max_batch']:,} sequences (memory {_gb(c['memory_bytes'])} per GPU, reserve "
+                          f"{_gb(run['reserve_bytes'])}: --reserve-gb)"),
+    ]
+    if run["fits"]:
+        rows += [
+            (f"at batch {run['batch']:,}", f"memory {_gb(run['memory_bytes_per_gpu'])} per GPU"),
+            ("prefill (time to first token)", f">= {run['prefill_seconds'] * 1e3:,.1f} ms for "
+                                              f"{run['batch']:,} x {run['prompt']:,}-token prompts at once"),
+            ("per output token", f">= {run['seconds_per_output_token'] * 1e3:,.2f} ms"),
+            ("throughput", f"<= {run['tokens_per_second']:,.0f} tokens/s"),
+        ]
+    else:
+        rows.append(("batch", f"{run['batch']:,} does NOT fit: {-run['batch_margin']:,} sequences too many"
+                     if run["batch"] else "not even one sequence fits beside the weights"))
+    _print_rows(rows)
+    return 0 if run["fits"] else 1
+
+
+# ---- entry point ----------------------------------------------------------------------------------
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if argv and argv[0] == "plan":
+            return _plan(argv[1:])
+        if argv and argv[0] == "serve":
+            return _serve(argv[1:])
+    except (ValueError, TypeError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     parser = argparse.ArgumentParser(prog="python -m llmmath", description=__doc__.split("\n")[0])
-    parser.add_argument("model", nargs="?", help="a preset name or the path of a config.json")
+    parser.add_argument("model", nargs="?", help="a preset name or the path of a config.json "
+                        "(or a command: plan, serve; see python -m llmmath plan --help)")
     parser.add_argument("--list", action="store_true", help="list the preset names")
     parser.add_argument("--families", action="store_true",
                         help="list the supported config.json model_types (a Markdown table)")
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     args = parser.parse_args(argv)
     if args.list:
         print("\n".join(PRESETS))
@@ -117,11 +358,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         cfg = load(args.model)
+        if args.json:
+            print(json.dumps(_summary_json(cfg), indent=2))
+            return 0
         rows = _rows(cfg)
     except (ValueError, TypeError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    width = max(len(k) for k, _ in rows)
-    for key, value in rows:
-        print(f"{key:<{width}}  {value}")
+    _print_rows(rows)
     return 0

@@ -57,6 +57,7 @@ __all__ = [
     "step_time",
     "Plan",
     "search_layouts",
+    "balanced_stage_layers",
 ]
 
 #: Collectives, as PyTorch names them (``p2p``: one send of a point-to-point pair).
@@ -976,6 +977,21 @@ def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
+def balanced_stage_layers(n_layers: int, stages: int) -> tuple[int, ...]:
+    """Layers per pipeline stage split as evenly as possible: ``()`` (the even split of
+    :class:`Layout`) when ``stages`` divides ``n_layers``, else ``floor(L / stages)`` each and one
+    more on the first ``L mod stages`` stages (Llama 3 405B's 126 layers on 16 stages).
+    Derived in chapter :doc:`/chapters/parallelism`.
+    """
+    n, k = check_int("n_layers", n_layers), check_int("stages", stages)
+    if k > n:
+        raise ValueError(f"stages must be an integer <= n_layers = {n}, got {k}")
+    if n % k == 0:
+        return ()
+    q, r = divmod(n, k)
+    return tuple(q + (i < r) for i in range(k))
+
+
 def search_layouts(
     cfg: TransformerConfig, n_gpus: int, gpu: str | Accelerator, seq: int, global_batch: int, *,
     tp: tuple[int, ...] | None = None, pp: tuple[int, ...] | None = None, cp: tuple[int, ...] = (1,),
@@ -989,7 +1005,8 @@ def search_layouts(
     that fit (``memory <= usable_memory x gpu memory``) by step time, then the others by memory.
 
     Enumerated: ``tp`` (default the powers of two up to the scale-up domain), ``pp`` (default the
-    divisors of ``n_layers`` up to ``n_gpus``), ``cp``, ``ep`` (default the divisors of
+    divisors of ``n_layers`` and the powers of two, up to ``n_gpus``; layers split by
+    :func:`balanced_stage_layers` when ``pp`` does not divide them), ``cp``, ``ep`` (default the divisors of
     ``n_experts`` for a mixture of experts), ZeRO stages, recomputation modes, micro-batch sizes and
     virtual stages; ``dp = n_gpus / (tp pp cp)`` and ``microbatches = global_batch / (dp b)`` must
     be integers, the schedule is 1F1B (interleaved when ``virtual_stages > 1``). Combinations that
@@ -1002,7 +1019,8 @@ def search_layouts(
     spec = accelerator(gpu)
     usable = check_positive("usable_memory", usable_memory)
     tps = tp or tuple(2**i for i in range(8) if 2**i <= spec.domain_size)
-    pps = pp or tuple(d for d in _divisors(cfg.n_layers) if d <= n)
+    pps = pp or tuple(sorted({d for d in _divisors(cfg.n_layers) if d <= n}
+                             | {2**i for i in range(1, 12) if 2**i <= min(n, cfg.n_layers)}))
     eps = ep or (tuple(_divisors(cfg.n_experts)) if cfg.is_moe else (1,))
     mem_kw = {k: kwargs[k] for k in ("precision", "optimizer", "flash_attention", "dropout", "bytes_per_value")
               if k in kwargs}
@@ -1029,7 +1047,8 @@ def search_layouts(
                                                         sequence_parallel=sequence_parallel and t > 1,
                                                         recompute=rec, microbatch_size=b, microbatches=m,
                                                         schedule="interleaved" if v > 1 else "1f1b",
-                                                        virtual_stages=v)
+                                                        virtual_stages=v,
+                                                        stage_layers=balanced_stage_layers(cfg.n_layers, p * v))
                                         check_layout(cfg, layout, s)
                                     except ValueError:
                                         continue

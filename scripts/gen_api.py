@@ -30,6 +30,7 @@ TITLES = {
     "llmmath.optim": "Optimizers ({doc}`optimizers`)",
     "llmmath.scaling": "Scaling laws ({doc}`scaling-laws`)",
     "llmmath.parallel": "Splitting a training step across GPUs ({doc}`parallelism`)",
+    "llmmath.planning": "Planning a run end to end ({doc}`capstone`)",
     "llmmath.errata": "Errata ({doc}`errata`)",
     "llmmath.check": "Checking exercise answers",
 }

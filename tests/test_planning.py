@@ -1,0 +1,182 @@
+"""Tests of llmmath.planning and the ``plan`` / ``serve`` commands.
+
+Expected values are computed here by hand from closed forms (GPT layers: ``24 b s h^2 + 4 b s^2 h``
+per layer; the KV cache ``2 L a_kv d_head n`` bytes per value), by brute force (the largest batch),
+or are the paper's published figures; the commands are checked for their exit status, their
+one-line errors and their JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+
+import llmmath
+from llmmath import Layout, TransformerConfig, preset
+from llmmath.cli import main
+from llmmath.planning import layout_for, search_training_runs, serving_run, training_run
+
+
+def _gpt(L: int = 4, h: int = 256, a: int = 8, V: int = 1000, S: int = 1024) -> TransformerConfig:
+    return TransformerConfig(n_layers=L, hidden_size=h, n_heads=a, vocab_size=V, max_position=S, name="tiny-gpt")
+
+
+def test_training_run_time_from_assumed_mfu_is_the_closed_form():
+    cfg, s, b = _gpt(), 512, 64
+    layout = Layout(dp=8, microbatches=8)  # 8 x 1 x 8 = 64 sequences per step
+    tokens, mfu, peak = 1e9, 0.5, 989.4e12
+    run = training_run(cfg, tokens, "H100", layout, s, mfu=mfu, price_per_gpu_hour=2.0)
+    L, h, V = 4, 256, 1000
+    flops = 3 * (L * (24 * b * s * h**2 + 4 * b * s**2 * h) + 2 * b * s * h * V)  # forward x 3, no recompute
+    steps = math.ceil(tokens / (b * s))
+    step = flops / (8 * peak * mfu)
+    assert run["steps"] == steps and run["model_flops_per_step"] == flops
+    assert run["step_seconds"] == pytest.approx(step, rel=1e-12)
+    assert run["days"] == pytest.approx(steps * step / 86400, rel=1e-12)
+    assert run["gpu_hours"] == pytest.approx(steps * step * 8 / 3600, rel=1e-12)
+    assert run["cost"] == pytest.approx(2.0 * run["gpu_hours"], rel=1e-12)
+    assert run["fits"] and run["margin_bytes"] == 80 * 10**9 - run["memory"]["total"]
+
+
+def test_gpt3_on_1024_a100s_takes_narayanans_34_days():
+    """Narayanan et al. (2021), section 5.1: GPT-3 175B on 300B tokens, 1024 A100s at 140 TFLOP/s
+    each (with recomputation, 8TP / (nX)) takes about 34 days. Our MFU counts no recomputation:
+    140 TFLOP/s of hardware FLOPs is 140 x 6/8 of model FLOPs (attention aside), i.e. MFU
+    0.75 x 140 / 312."""
+    cfg = preset("gpt3-175b")
+    layout = layout_for(cfg, 1024, 2048, 1536 * 2048, tp=8, pp=8, recompute="full")
+    run = training_run(cfg, 300e9, "A100", layout, 2048, mfu=0.75 * 140 / 312)
+    assert round(run["days"]) in (34, 35)  # attention FLOPs add ~4% to 6N: 34.9 days
+
+
+def test_layout_for_derives_dp_microbatches_and_uneven_stages():
+    cfg = preset("llama-3.1-405b")  # 126 layers on 16 stages: 14 stages of 8, 2 of 7
+    layout = layout_for(cfg, 16384, 8192, 16 * 2**20, tp=8, pp=16)
+    assert (layout.dp, layout.microbatches, layout.global_batch) == (128, 16, 2048)
+    assert sorted(layout.stage_layers) == [7] * 2 + [8] * 14 and sum(layout.stage_layers) == 126
+    assert layout.sequence_parallel
+    with pytest.raises(ValueError, match="must divide n_gpus"):
+        layout_for(cfg, 1000, 8192, 16e6, tp=8, pp=16)
+
+
+def test_search_returns_fitting_layouts_fastest_first_or_the_closest_miss():
+    cfg = _gpt()
+    found = search_training_runs(cfg, 1e9, "H100", 16, 512, 64 * 512, top=3)
+    steps = [r["step_seconds"] for r in found["best"]]
+    assert found["best"] and steps == sorted(steps) and all(r["fits"] for r in found["best"])
+    big = search_training_runs(preset("llama-3.1-405b"), 1e12, "H100", 8, 4096, 8 * 4096)
+    assert big["best"] == [] and big["closest"]["margin_bytes"] < 0  # 405B in bf16 alone is 811 GB
+
+
+def test_serving_largest_batch_is_the_brute_force_one():
+    cfg = preset("llama-3-70b")  # 80 layers, 8 KV heads of 128
+    n, tp, reserve = 8192, 8, 3 * 10**9
+    run = serving_run(cfg, "H100", tp, n, reserve_bytes=reserve)
+    weights = run["weights_bytes_per_gpu"]
+    per_seq = 2 * 80 * (8 // tp) * 128 * n * 2  # one KV head per GPU, bf16
+    assert run["kv_bytes_per_sequence_per_gpu"] == per_seq
+    b = 0
+    while weights + (b + 1) * per_seq + reserve <= 80 * 10**9:
+        b += 1
+    assert run["max_batch"] == b == run["batch"] and run["fits"]
+    assert run["tokens_per_second"] == pytest.approx(b / run["seconds_per_output_token"])
+    too_many = serving_run(cfg, "H100", tp, n, batch=b + 5, reserve_bytes=reserve)
+    assert not too_many["fits"] and too_many["batch_margin"] == -5 and "prefill_seconds" not in too_many
+
+
+def test_serving_fp8_cache_halves_the_cache():
+    cfg = preset("llama-3-8b")
+    bf16 = serving_run(cfg, "H100", 1, 8192, batch=1)
+    fp8 = serving_run(cfg, "H100", 1, 8192, batch=1, kv_dtype="fp8")
+    assert 2 * fp8["kv_bytes_per_sequence_per_gpu"] == bf16["kv_bytes_per_sequence_per_gpu"]
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: training_run(_gpt(), -1, "H100", Layout(), 128), "tokens"),
+    (lambda: training_run(_gpt(), 1e9, "H1000", Layout(), 128), "gpu must be one of"),
+    (lambda: training_run(_gpt(), 1e9, "H100", Layout(tp=3), 128), "tp"),
+    (lambda: training_run(_gpt(), 1e9, "H100", Layout(), 128, mfu=1.5), "mfu"),
+    (lambda: training_run(preset("bert-base"), 1e9, "H100", Layout(), 128), "encoder"),
+    (lambda: serving_run(_gpt(), "H100", 1, 0), "context"),
+    (lambda: serving_run(_gpt(), "H100", 1, 2048), "context"),  # learned positions: 1024
+    (lambda: serving_run(_gpt(), "H100", 1, 128, kv_dtype="fp7"), "kv_dtype"),
+])
+def test_bad_input(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+# ---- the command line ---------------------------------------------------------------------------
+
+_PLAN = ["plan", "llama-3-8b", "--tokens", "15e12", "--gpu", "h100", "--gpus", "64", "--seq", "8192",
+         "--global-batch-tokens", "4194304"]
+
+
+def test_plan_with_a_layout_json(capsys):
+    assert main([*_PLAN, "--tp", "2", "--mfu", "0.4", "--price-per-gpu-hour", "2", "--json"]) == 0
+    run = json.loads(capsys.readouterr().out)
+    assert run["layout"]["tp"] == 2 and run["layout"]["dp"] == 32 and run["fits"]
+    assert run["cost"] == pytest.approx(2 * run["gpu_hours"]) and run["mfu"] == 0.4
+
+
+def test_plan_search_text(capsys):
+    assert main([*_PLAN, "--top", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "searched" in out and "#1" in out and "#2" in out and "fits" in out
+
+
+def test_plan_that_does_not_fit_exits_1_and_says_by_how_much(capsys):
+    assert main(["plan", "llama-3.1-405b", "--tokens", "1e12", "--gpu", "h100", "--gpus", "8", "--tp", "8",
+                 "--seq", "4096", "--global-batch-tokens", "32768"]) == 1
+    out = capsys.readouterr().out
+    assert "does NOT fit" in out and "GB over" in out
+
+
+def test_serve_text_and_json(capsys):
+    assert main(["serve", "llama-3-70b", "--gpu", "H100", "--gpus", "8", "--context", "8192", "--batch", "32"]) == 0
+    out = capsys.readouterr().out
+    assert "per output token" in out and "largest batch" in out
+    assert main(["serve", "mixtral-8x7b", "--gpu", "a100", "--gpus", "2", "--context", "4096", "--json"]) == 0
+    run = json.loads(capsys.readouterr().out)
+    assert run["batch"] == run["max_batch"] > 0 and run["fits"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["serve", "llama-3-8b", "--gpu", "h1000", "--gpus", "1", "--context", "8192"], "gpu must be one of"),
+    (["serve", "llama-3-8b", "--gpu", "h100", "--gpus", "3", "--context", "8192"], "tp=3 must divide"),
+    (["serve", "llama-3-8b", "--gpu", "h100", "--gpus", "1", "--context", "-5"], "context"),
+    (["serve", "llama-3-8b", "--gpu", "h100", "--gpus", "1"], "--context"),
+    (["plan", "llama-3-8b", "--tokens=-1e12", "--gpu", "h100", "--gpus", "8"], "expected a number > 0"),
+    (["plan", "llama-3-8b", "--tokens", "1e12", "--gpu", "h100", "--gpus", "8", "--tp", "3"], "must divide"),
+    (["plan", "llama-3-8b", "--tokens", "1e12", "--gpu", "h100", "--gpus", "8", "--recompute", "some"],
+     "recompute"),
+    (["plan", "no-such-model", "--tokens", "1e12", "--gpu", "h100", "--gpus", "8"], "unknown preset"),
+])
+def test_bad_input_is_one_line_and_status_2(capsys, argv, message):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1 and err.startswith("error:")
+
+
+def test_malformed_config_file(tmp_path, capsys):
+    path = tmp_path / "config.json"
+    path.write_text('{"model_type": "llama", "hidden_size": 64}')
+    assert main(["serve", str(path), "--gpu", "h100", "--gpus", "1", "--context", "128"]) == 2
+    assert "missing the required field" in capsys.readouterr().err
+
+
+def test_summary_json(capsys):
+    assert main(["deepseek-v3", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["params"] == llmmath.param_count(preset("deepseek-v3"))
+    assert out["config"]["mlp_types"][:4] == ["dense", "dense", "dense", "moe"]
+
+
+def test_plan_entry_point_has_no_traceback():
+    result = subprocess.run([sys.executable, "-m", "llmmath", "plan", "llama-3-8b", "--gpu", "h100"],
+                            capture_output=True, text=True)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
