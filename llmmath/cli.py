@@ -171,7 +171,7 @@ def _plan_parser() -> argparse.ArgumentParser:
     p.add_argument("--seq", type=int, default=None, help="sequence length (default: the model's positions, at "
                    "most 8192)")
     p.add_argument("--global-batch-tokens", type=_number, default=None,
-                   help="tokens per optimizer step (default 4e6, rounded to whole micro-batches)")
+                   help="tokens per optimizer step (default 2^22 = 4,194,304, rounded to whole micro-batches)")
     for flag in ("tp", "pp", "cp", "ep"):
         p.add_argument(f"--{flag}", type=int, default=None, help=f"{flag} degree (a layout flag)")
     p.add_argument("--zero", type=int, default=None, help="ZeRO stage 0-3 (default 1)")
@@ -243,7 +243,7 @@ def _plan(argv: Sequence[str]) -> int:
     args = _plan_parser().parse_args(argv)
     cfg = load(args.model)
     seq = args.seq if args.seq is not None else min(cfg.max_position or 8192, 8192)
-    gbt = args.global_batch_tokens if args.global_batch_tokens is not None else 4e6
+    gbt = args.global_batch_tokens if args.global_batch_tokens is not None else 2**22
     kw = dict(mfu=args.mfu, efficiency=args.efficiency, price_per_gpu_hour=args.price_per_gpu_hour,
               precision=args.precision)
     if any(getattr(args, f) is not None for f in _LAYOUT_FLAGS):
