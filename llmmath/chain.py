@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._validate import check_bool, check_choice, check_int, check_matrix, check_positive
+from ._validate import check_array, check_bool, check_choice, check_int, check_matrix, check_positive
 from .matmul import counted_matmul
 
 __all__ = [
@@ -169,23 +169,6 @@ def matmul_backward_flops(m: int, n: int, p: int, grad_a: bool = True, grad_b: b
     return (int(grad_a) + int(grad_b)) * 2 * m * n * p
 
 
-def _check_array(name: str, value: object, *, min_ndim: int = 1) -> np.ndarray:
-    """``value`` as a non-empty float ndarray of finite numbers with at least ``min_ndim`` axes."""
-    if not isinstance(value, (np.ndarray, list, tuple)):
-        raise TypeError(f"{name} must be an array (numpy array or nested list), got {type(value).__name__}")
-    try:
-        arr = np.asarray(value, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be an array of real numbers, got {value!r}") from exc
-    if arr.ndim < min_ndim:
-        raise ValueError(f"{name} must have at least {min_ndim} dimension(s), got shape {arr.shape}")
-    if arr.size == 0:
-        raise ValueError(f"{name} must be non-empty, got shape {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must be finite everywhere")
-    return arr
-
-
 def _same_shape(name: str, arr: np.ndarray, shape: tuple[int, ...], of: str) -> None:
     if arr.shape != shape:
         raise ValueError(f"{name} must have the shape {shape} of {of}, got {arr.shape}")
@@ -232,7 +215,7 @@ def softmax(s: np.ndarray) -> np.ndarray:
     Computed as ``exp(s_i - max_j s_j) / sum_j exp(s_j - max_j s_j)``, which is the same number
     and never overflows. Derived in chapter :doc:`/chapters/matrix-chain-rule`.
     """
-    s = _check_array("s", s)
+    s = check_array("s", s)
     e = np.exp(s - s.max(axis=-1, keepdims=True))
     return e / e.sum(axis=-1, keepdims=True)
 
@@ -243,7 +226,7 @@ def softmax_jacobian(y: np.ndarray) -> np.ndarray:
     ``J[i, j] = dy_i / ds_j = y_i (delta_ij - y_j)``; symmetric, and ``J 1 = 0`` (adding a constant
     to every score changes nothing). Derived in chapter :doc:`/chapters/matrix-chain-rule`.
     """
-    y = _check_array("y", y)
+    y = check_array("y", y)
     if y.ndim != 1:
         raise ValueError(f"y must be a 1-D vector, got shape {y.shape}")
     return np.diag(y) - np.outer(y, y)
@@ -257,8 +240,8 @@ def softmax_vjp(y: np.ndarray, dy: np.ndarray) -> np.ndarray:
     the ``2 n^2`` of a dense ``J^T dy``. It needs only the softmax *output* ``y``: that is what the
     backward pass must keep. Derived in chapter :doc:`/chapters/matrix-chain-rule`.
     """
-    y = _check_array("y", y)
-    dy = _check_array("dy", dy)
+    y = check_array("y", y)
+    dy = check_array("dy", dy)
     _same_shape("dy", dy, y.shape, "y")
     return y * (dy - np.sum(dy * y, axis=-1, keepdims=True))
 
@@ -287,10 +270,10 @@ def layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float = 
     statistics ``mu`` and ``1 / sigma`` that :func:`layer_norm_vjp` needs. Derived in chapter
     :doc:`/chapters/matrix-chain-rule`.
     """
-    x = _check_array("x", x)
+    x = check_array("x", x)
     n = x.shape[-1]
-    gamma = _check_array("gamma", gamma)
-    beta = _check_array("beta", beta)
+    gamma = check_array("gamma", gamma)
+    beta = check_array("beta", beta)
     _same_shape("gamma", gamma, (n,), "the last axis of x")
     _same_shape("beta", beta, (n,), "the last axis of x")
     eps = check_positive("eps", eps)
@@ -311,17 +294,17 @@ def layer_norm_vjp(
     PyTorch's ``layer_norm`` saves for its backward pass. Derived in chapter
     :doc:`/chapters/matrix-chain-rule`.
     """
-    x = _check_array("x", x)
+    x = check_array("x", x)
     stats_shape = x.shape[:-1] + (1,)
-    mean = _check_array("mean", mean)
-    inv_std = _check_array("inv_std", inv_std)
+    mean = check_array("mean", mean)
+    inv_std = check_array("inv_std", inv_std)
     _same_shape("mean", mean, stats_shape, "x with its last axis reduced to 1")
     _same_shape("inv_std", inv_std, stats_shape, "x with its last axis reduced to 1")
     if np.any(inv_std <= 0):
         raise ValueError("inv_std must be > 0 everywhere (it is 1 / sigma)")
-    gamma = _check_array("gamma", gamma)
+    gamma = check_array("gamma", gamma)
     _same_shape("gamma", gamma, (x.shape[-1],), "the last axis of x")
-    dy = _check_array("dy", dy)
+    dy = check_array("dy", dy)
     _same_shape("dy", dy, x.shape, "x")
     x_hat = (x - mean) * inv_std
     g = gamma * dy
