@@ -98,16 +98,16 @@ def check_array_positive(name: str, value: Any) -> np.ndarray:
     return arr
 
 
-def check_array(name: str, value: Any, *, min_ndim: int = 1, finite: bool = True) -> np.ndarray:
+def check_array(name: str, value: Any, *, min_ndim: int = 1, finite: bool = True, what: str = "an array") -> np.ndarray:
     """Return ``value`` as a non-empty float ndarray with at least ``min_ndim`` axes (and only finite
     numbers, unless ``finite=False``). Not an array, list or tuple, or non-numbers: ``TypeError``;
     too few axes, empty or not finite: ``ValueError``."""
     if not isinstance(value, (np.ndarray, list, tuple)):
-        raise TypeError(f"{name} must be an array (numpy array or nested list), got {type(value).__name__}")
+        raise TypeError(f"{name} must be {what} (numpy array or nested list), got {type(value).__name__}")
     try:
         arr = np.asarray(value, dtype=float)
     except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be an array of real numbers, got {value!r}") from exc
+        raise TypeError(f"{name} must be {what} of real numbers, got {value!r}") from exc
     if arr.ndim < min_ndim:
         raise ValueError(f"{name} must have at least {min_ndim} dimension(s), got shape {arr.shape}")
     if arr.size == 0:
@@ -120,7 +120,7 @@ def check_array(name: str, value: Any, *, min_ndim: int = 1, finite: bool = True
 def check_matrix(name: str, value: Any, *, cols: int | None = None) -> np.ndarray:
     """Return ``value`` as a non-empty 2-D float ndarray (with ``cols`` columns if given):
     :func:`check_array` with exactly two axes."""
-    arr = check_array(name, value, finite=False)
+    arr = check_array(name, value, finite=False, what="a 2-D array")
     if arr.ndim != 2:
         raise ValueError(f"{name} must be a 2-D array, got shape {arr.shape}")
     if cols is not None and arr.shape[1] != cols:
