@@ -12,7 +12,7 @@ the conservative reading for "does it fit". Link latencies are assumptions (the 
 alpha-beta model), not data-sheet figures.
 
 Used from chapter :doc:`/chapters/matmul-cost` (the roofline) on, in
-:doc:`/chapters/transformer-flops` and in :doc:`/chapters/serving`.
+:doc:`/chapters/transformer-flops`, :doc:`/chapters/serving` and :doc:`/chapters/capstone`.
 """
 
 from __future__ import annotations
@@ -155,6 +155,19 @@ GPUS: Mapping[str, Accelerator] = MappingProxyType(
             note="dense values (whitepaper Table 3); the data sheet prints the 2:4-sparse ones, "
                  "1,513 TFLOP/s BF16 and 3,026 FP8, and rounds FP64/FP32 to 26/51",
         ),
+        "H800": Accelerator(
+            name="H800 SXM5 80 GB",
+            peak_flops=MappingProxyType({k: v for k, v in _HOPPER_SXM.items() if not k.startswith("fp64")}),
+            source="zhao2025insights", memory_bytes=80 * _GB, memory_bandwidth=3350 * _GB,
+            scale_up=Link("NVLink 4 (NVSwitch), export-limited", 200 * _GB, _NVLINK_LATENCY,
+                          "Zhao et al. (2025): 'reduced from 900 GB/s to 400 GB/s' (both directions); "
+                          "DeepSeek-V3's report: 'NVLink offers a bandwidth of 160 GB/s' in practice"),
+            scale_out=_NDR, domain_size=8,
+            note="the H100 SXM5's tensor FLOP/s and HBM: Zhao et al. (2025) name only two differences, "
+                 "'reduced FP64 computational performance and NVLink bandwidth for regulatory compliance' "
+                 "(the FP64 rates are not stored); eight 400 Gb/s InfiniBand NICs per node of 8, "
+                 "'IB (50 GB/s)' in DeepSeek-V3's report",
+        ),
         "H200": Accelerator(
             name="H200 SXM 141 GB", peak_flops=_HOPPER_SXM,
             source="nvidia2024h200", memory_bytes=141 * _GB, memory_bandwidth=4800 * _GB,
@@ -215,7 +228,7 @@ GPUS: Mapping[str, Accelerator] = MappingProxyType(
 
 #: Lower-case aliases accepted by :func:`accelerator` (and the command line).
 _ALIASES = {
-    "h100-sxm": "H100", "h100-sxm5": "H100", "h100-80gb": "H100", "h800": "H100", "a100-80gb": "A100",
+    "h100-sxm": "H100", "h100-sxm5": "H100", "h100-80gb": "H100", "h800-sxm": "H800", "a100-80gb": "A100",
     "a100-sxm": "A100", "a100-40": "A100-40GB", "h100-pcie": "H100-PCIe", "tpu-v5e": "TPU-v5e",
     "tpu-v5p": "TPU-v5p", "v5e": "TPU-v5e", "v5p": "TPU-v5p", "mi300x": "MI300X",
 }

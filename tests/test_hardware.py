@@ -129,6 +129,23 @@ def test_aliases_and_accelerator_objects():
     assert llmmath.GPUSpec is llmmath.Accelerator
 
 
+def test_h800_is_an_h100_with_the_export_limited_nvlink():
+    """Zhao et al. (2025), section 4.1: the H800 SXM is 'built on the Hopper architecture, similar to
+    the H100 GPU' with 'reduced FP64 computational performance and NVLink bandwidth', 'reduced from
+    900 GB/s to 400 GB/s'; DeepSeek-V3's report, section 3.2.2: 'NVLink offers a bandwidth of 160 GB/s,
+    roughly 3.2 times that of IB (50 GB/s)' (achieved, below the per-direction 200)."""
+    h800, h100 = GPUS["H800"], GPUS["H100"]
+    assert accelerator("h800") is h800 and accelerator("H800-SXM") is h800  # no longer an H100 alias
+    assert 2 * h800.scale_up.bandwidth == 400 * GB and 2 * h100.scale_up.bandwidth == 900 * GB
+    assert 160 * GB < h800.scale_up.bandwidth and h800.scale_out.bandwidth == 400e9 / 8 == 50 * GB
+    for precision in ("tf32_tensor", "bf16_tensor", "fp8_tensor"):  # 1,979 BF16 and 3,958 FP8 with sparsity
+        assert gpu_peak_flops("H800", precision) == gpu_peak_flops("H100", precision)
+    assert abs(2 * gpu_peak_flops("H800") / T - 1979) <= 1
+    with pytest.raises(ValueError, match="precision must be one of"):
+        gpu_peak_flops("H800", "fp64")
+    assert h800.memory_bytes == h100.memory_bytes and h800.domain_size == 8
+
+
 def test_bad_input_names_the_argument_and_lists_the_choices():
     with pytest.raises(ValueError, match=r"gpu must be one of V100, A100-40GB, .*TPU-v5p; got 'B300'"):
         accelerator("B300")
