@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import TransformerConfig, from_hf_config, supported_families_table
-from .hardware import GPUS
+from .hardware import GPUS, accelerator
 from .presets import PRESETS, preset
 
 _LAYOUT_FLAGS = ("tp", "pp", "cp", "ep", "zero", "micro_batch", "recompute")
@@ -265,7 +265,7 @@ def _plan(argv: Sequence[str]) -> int:
     if args.json:
         print(json.dumps(found, indent=2))
         return 0 if found["best"] else 1
-    print(f"Training {cfg.name} on {args.tokens:,.0f} tokens, {args.gpus:,} x {args.gpu}: searched "
+    print(f"Training {cfg.name} on {args.tokens:,.0f} tokens, {args.gpus:,} x {accelerator(args.gpu).name}: searched "
           f"{found['candidates']:,} layouts (global batch {found['global_batch']:,} x {seq:,} tokens), "
           f"{found['fitting']:,} fit")
     if not found["best"]:

@@ -67,14 +67,19 @@ def _time_and_cost(cfg: TransformerConfig, layout: Layout, seq: int, tokens: flo
     spec = accelerator(gpu)
     step_tokens = layout.global_batch * seq
     steps = math.ceil(tokens / step_tokens)
-    model_flops = training_flops(cfg, layout.global_batch, seq)
+    model_flops = training_flops(cfg, layout.global_batch, seq)  # every query-key pair, as llmmath.mfu
+    peak_total = layout.n_gpus * gpu_peak_flops(spec, precision)
     estimate = step_time(cfg, layout, seq, spec, efficiency=efficiency, precision=precision,
                          state_precision=state_precision, flash_attention=flash_attention)
+    # one FLOP count for every MFU of the plan (step_time's own MFU counts a fused kernel's causal
+    # pairs only): an assumed mfu and the model's estimate are then comparable, and mfu=run["mfu"]
+    # reproduces the step-time model's step
+    estimate_mfu = model_flops / (peak_total * estimate["step"])
     if mfu is None:
-        step, source, achieved = estimate["step"], f"step-time model at {efficiency:g} of peak", estimate["mfu"]
+        step, source, achieved = estimate["step"], f"step-time model at {efficiency:.0%} of peak", estimate_mfu
     else:
-        step = model_flops / (layout.n_gpus * gpu_peak_flops(spec, precision) * mfu)
-        source, achieved = f"assumed MFU {mfu:g}", mfu
+        step = model_flops / (peak_total * mfu)
+        source, achieved = f"assumed MFU {mfu:.1%}", mfu
     seconds = steps * step
     gpu_hours = seconds * layout.n_gpus / 3600
     return {
@@ -84,7 +89,8 @@ def _time_and_cost(cfg: TransformerConfig, layout: Layout, seq: int, tokens: flo
         "step_seconds": step,
         "time_source": source,
         "mfu": achieved,
-        "model_estimate": {k: estimate[k] for k in ("compute", "bubble", "exposed_communication", "step", "mfu")},
+        "model_estimate": {**{k: estimate[k] for k in ("compute", "bubble", "exposed_communication", "step")},
+                           "mfu": estimate_mfu},
         "tokens_per_second": step_tokens / step,
         "days": seconds / SECONDS_PER_DAY,
         "gpu_hours": gpu_hours,
@@ -105,7 +111,11 @@ def training_run(
     with ``mfu`` given, ``step = training_flops / (n peak mfu)``; otherwise the step-time model
     (:func:`llmmath.step_time`) with kernels at ``efficiency`` of peak (1: a lower bound on time).
     Days ``= ceil(tokens / tokens per step) step / 86400``, GPU-hours, and the cost at
-    ``price_per_gpu_hour``. Derived in chapter :doc:`/chapters/capstone`.
+    ``price_per_gpu_hour``. Every MFU of the plan (``mfu``, ``model_estimate["mfu"]``) counts the
+    model's FLOPs as :func:`llmmath.mfu` does, ``training_flops`` (every query-key pair, no
+    recomputation), so ``mfu=plan["mfu"]`` reproduces the step-time model's step (the MFU of
+    :func:`llmmath.step_time` counts only the causal pairs of a fused kernel).
+    Derived in chapter :doc:`/chapters/capstone`.
     """
     cfg = _check_cfg(cfg)
     tokens = _check_count("tokens", tokens)

@@ -53,6 +53,22 @@ def test_gpt3_on_1024_a100s_takes_narayanans_34_days():
     assert round(run["days"]) in (34, 35)  # attention FLOPs add ~4% to 6N: 34.9 days
 
 
+def test_the_plans_mfu_is_llmmaths_and_inverts_the_step_time_model():
+    """Every MFU of a plan counts llmmath.mfu's FLOPs (all s^2 query-key pairs, no recomputation):
+    assuming the MFU the step-time model reports gives back its step time. (step_time's own MFU
+    counts a fused kernel's causal pairs only: 4% more for Llama 3 8B at 8192 tokens.)"""
+    cfg, s, n = preset("llama-3-8b"), 8192, 64
+    lay = layout_for(cfg, n, s, 2**22, tp=2)
+    est = training_run(cfg, 1e12, "H100", lay, s, efficiency=0.6)
+    again = training_run(cfg, 1e12, "H100", lay, s, mfu=est["mfu"], efficiency=0.6)
+    assert again["step_seconds"] == pytest.approx(est["step_seconds"], rel=1e-12)
+    assert again["days"] == pytest.approx(est["days"], rel=1e-12)
+    h100_bf16 = 989.4e12  # H100 whitepaper, Table 3: dense BF16 tensor TFLOP/s of the SXM5
+    assert est["mfu"] == pytest.approx(llmmath.mfu(est["tokens_per_second"], cfg, n, h100_bf16, seq=s), rel=1e-12)
+    assert est["model_estimate"]["mfu"] == est["mfu"]
+    assert again["model_estimate"]["mfu"] == pytest.approx(est["mfu"], rel=1e-12)
+
+
 def test_layout_for_derives_dp_microbatches_and_uneven_stages():
     cfg = preset("llama-3.1-405b")  # 126 layers on 16 stages: 14 stages of 8, 2 of 7
     layout = layout_for(cfg, 16384, 8192, 16 * 2**20, tp=8, pp=16)
@@ -127,6 +143,7 @@ def test_plan_search_text(capsys):
     assert main([*_PLAN, "--top", "2"]) == 0
     out = capsys.readouterr().out
     assert "searched" in out and "#1" in out and "#2" in out and "fits" in out
+    assert "64 x H100 SXM5 80 GB: searched" in out and "at 100% of peak" in out
 
 
 def test_plan_that_does_not_fit_exits_1_and_says_by_how_much(capsys):
