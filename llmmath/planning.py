@@ -102,7 +102,7 @@ def training_run(
     cfg: TransformerConfig, tokens: float, gpu: str, layout: Layout, seq: int, *,
     mfu: float | None = None, efficiency: float = 1.0, price_per_gpu_hour: float | None = None,
     precision: str = "bf16_tensor", state_precision: str = "mixed", optimizer: str = "adam",
-    flash_attention: bool = True,
+    flash_attention: bool = True, dropout: bool = True,
 ) -> dict[str, Any]:
     """The plan of training ``cfg`` on ``tokens`` tokens with ``layout`` on ``layout.n_gpus``
     accelerators ``gpu``, sequences of ``seq`` tokens: the memory breakdown of the most loaded GPU
@@ -111,10 +111,12 @@ def training_run(
     with ``mfu`` given, ``step = training_flops / (n peak mfu)``; otherwise the step-time model
     (:func:`llmmath.step_time`) with kernels at ``efficiency`` of peak (1: a lower bound on time).
     Days ``= ceil(tokens / tokens per step) step / 86400``, GPU-hours, and the cost at
-    ``price_per_gpu_hour``. Every MFU of the plan (``mfu``, ``model_estimate["mfu"]``) counts the
-    model's FLOPs as :func:`llmmath.mfu` does, ``training_flops`` (every query-key pair, no
-    recomputation), so ``mfu=plan["mfu"]`` reproduces the step-time model's step (the MFU of
-    :func:`llmmath.step_time` counts only the causal pairs of a fused kernel).
+    ``price_per_gpu_hour``. ``dropout=False`` leaves the dropout masks out of the activations
+    (Llama, DeepSeek and most models since train without dropout). Every MFU of the plan (``mfu``,
+    ``model_estimate["mfu"]``) counts the model's FLOPs as :func:`llmmath.mfu` does,
+    ``training_flops`` (every query-key pair, no recomputation), so ``mfu=plan["mfu"]`` reproduces
+    the step-time model's step (the MFU of :func:`llmmath.step_time` counts only the causal pairs
+    of a fused kernel).
     Derived in chapter :doc:`/chapters/capstone`.
     """
     cfg = _check_cfg(cfg)
@@ -130,9 +132,10 @@ def training_run(
     if price_per_gpu_hour is not None:
         price_per_gpu_hour = check_positive("price_per_gpu_hour", price_per_gpu_hour, allow_zero=True)
     check_bool("flash_attention", flash_attention)
+    check_bool("dropout", dropout)
     gpu_peak_flops(spec, precision)  # validates the precision for this accelerator
     memory = memory_per_gpu(cfg, layout, s, precision=state_precision, optimizer=optimizer,
-                            flash_attention=flash_attention)
+                            flash_attention=flash_attention, dropout=dropout)
     comm = communication_bytes(cfg, layout, s, precision=state_precision)
     return {
         "model": {"name": cfg.name, "params": param_count(cfg), "active_params": active_param_count(cfg)},
@@ -185,7 +188,7 @@ def search_training_runs(
     cfg: TransformerConfig, tokens: float, gpu: str, n_gpus: int, seq: int, global_batch_tokens: float, *,
     top: int = 5, mfu: float | None = None, efficiency: float = 1.0, price_per_gpu_hour: float | None = None,
     precision: str = "bf16_tensor", recompute: tuple[str, ...] = RECOMPUTE_MODES,
-    virtual_stages: tuple[int, ...] = (1, 2, 4), flash_attention: bool = True,
+    virtual_stages: tuple[int, ...] = (1, 2, 4), flash_attention: bool = True, dropout: bool = True,
 ) -> dict[str, Any]:
     """Search the layouts of ``n_gpus`` accelerators (:func:`llmmath.search_layouts`, ZeRO-1, tensor
     parallelism within the scale-up domain, pipeline degrees dividing the layers or powers of two,
@@ -193,7 +196,7 @@ def search_training_runs(
     ``flash_attention`` no selective recomputation, which then saves nothing) for
     ``global_batch_tokens`` per step, and plan the ``top`` fastest that fit (:func:`training_run`).
     When none fits, ``best`` is empty and ``closest`` plans the layout of least memory, whose
-    negative ``margin_bytes`` says by how much it misses.
+    negative ``margin_bytes`` says by how much it misses. ``dropout`` as in :func:`training_run`.
     Derived in chapter :doc:`/chapters/capstone`.
     """
     cfg = _check_cfg(cfg)
@@ -205,10 +208,11 @@ def search_training_runs(
     eps = tuple(2**i for i in range(12) if cfg.is_moe and cfg.n_experts % 2**i == 0 and 2**i <= n) or (1,)
     if flash_attention:  # a fused kernel keeps no s x s tensor: selective recomputation saves nothing
         recompute = tuple(r for r in recompute if r != "selective") or recompute
+    check_bool("dropout", dropout)
     plans = search_layouts(cfg, n, spec, s, batch, ep=eps, recompute=recompute, flash_attention=flash_attention,
-                           virtual_stages=virtual_stages, precision="mixed", efficiency=efficiency)
+                           virtual_stages=virtual_stages, precision="mixed", efficiency=efficiency, dropout=dropout)
     kw = dict(mfu=mfu, efficiency=efficiency, price_per_gpu_hour=price_per_gpu_hour, precision=precision,
-              flash_attention=flash_attention)
+              flash_attention=flash_attention, dropout=dropout)
     fitting = [p for p in plans if p.fits][:top]
     best = [training_run(cfg, tokens, spec, p.layout, s, **kw) for p in fitting]
     closest = None

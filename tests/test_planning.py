@@ -69,6 +69,22 @@ def test_the_plans_mfu_is_llmmaths_and_inverts_the_step_time_model():
     assert again["model_estimate"]["mfu"] == pytest.approx(est["mfu"], rel=1e-12)
 
 
+def test_dropout_false_drops_the_masks():
+    """Without dropout a layer keeps neither of its two residual-dropout masks (1 byte per value,
+    s b h each) and the embedding keeps none (Korthikanti et al.'s accounting, fused attention)."""
+    cfg, s, b, L, h = _gpt(), 512, 1, 4, 256
+    layout = Layout(dp=8, microbatches=8)
+    kept = training_run(cfg, 1e9, "H100", layout, s)
+    plain = training_run(cfg, 1e9, "H100", layout, s, dropout=False)
+    assert kept["memory"]["activations"] - plain["memory"]["activations"] == (2 * L + 1) * s * b * h
+    found = search_training_runs(cfg, 1e9, "H100", 8, s, 64 * s, top=2, dropout=False)
+    for run in found["best"]:
+        lay = Layout(**{k: v for k, v in run["layout"].items() if k != "global_batch"})
+        assert run["memory"] == training_run(cfg, 1e9, "H100", lay, s, dropout=False)["memory"]
+    with pytest.raises(TypeError, match="dropout"):
+        training_run(cfg, 1e9, "H100", layout, s, dropout="no")
+
+
 def test_layout_for_derives_dp_microbatches_and_uneven_stages():
     cfg = preset("llama-3.1-405b")  # 126 layers on 16 stages: 14 stages of 8, 2 of 7
     layout = layout_for(cfg, 16384, 8192, 16 * 2**20, tp=8, pp=16)
