@@ -6,7 +6,7 @@ and gives every chapter page a "Run in the browser" button that opens the chapte
 fetched from another host when the reader runs it: Pyodide, its packages, llmmath and the shims
 are files of the site. Set ``llmmath_lite_pyodide: cdn`` under ``sphinx: config:`` in
 ``_config.yml`` to load Pyodide and its packages from the official CDN instead (a lighter site for
-an online deployment: llmmath and the shims stay in the site); ``llmmath_lite: false`` builds no
+an online deployment: llmmath, sympy, mpmath and the shim stay in the site); ``llmmath_lite: false`` builds no
 JupyterLite edition at all.
 
 What goes in, and from where (pins and sha256 in ``lite/bundle.json``; downloads cached in
@@ -184,10 +184,10 @@ def pyodide_packages(s: dict, lock: dict) -> tuple[Path, list[str]]:
 
 # --------------------------------------------------------------------------- compiled in Pyodide
 NODE_SCRIPT = r"""
-const [core, packages, work] = process.argv.slice(2);
+const [core, work] = process.argv.slice(2);
 const { loadPyodide } = require(core + "/pyodide.js");
 (async () => {
-  const py = await loadPyodide({indexURL: core + "/", packageCacheDir: packages + "/"});
+  const py = await loadPyodide({indexURL: core + "/"});
   py.FS.mkdirTree("/work");
   py.FS.mount(py.FS.filesystems.NODEFS, {root: work}, "/work");
   py.runPython(`
@@ -201,7 +201,7 @@ for name in sorted(os.listdir("/work/src")):
 """
 
 
-def compiled_in_pyodide(core: Path, packages: Path, wheels: dict[str, Path]) -> dict[str, Path]:
+def compiled_in_pyodide(core: Path, wheels: dict[str, Path]) -> dict[str, Path]:
     """The pure wheels compiled by Pyodide's Python (sourceless).
 
     Pyodide compiles a module that has no bytecode at every import: sympy's first import takes
@@ -225,7 +225,7 @@ def compiled_in_pyodide(core: Path, packages: Path, wheels: dict[str, Path]) -> 
             z.extractall(tmp / "src" / path.stem)
     script = tmp / "compile.js"
     script.write_text(NODE_SCRIPT)
-    done = subprocess.run([node, str(script), str(core), str(packages), str(tmp)], capture_output=True, text=True)
+    done = subprocess.run([node, str(script), str(core), str(tmp)], capture_output=True, text=True)
     if done.returncode:
         raise BundleError(f"compiling in Pyodide failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
     for path in wheels.values():  # sourceless, as Pyodide's own packages: module.pyc for module.py
@@ -446,14 +446,13 @@ def build_site(out: Path, notebooks: list[Path], pyodide: str = "local") -> dict
         for name in files:
             shutil.copy2(folder / name, static / name)
         pyodide_url = "./static/pyodide/pyodide.js"
-        pure = {r: p for r, p in wheels.items() if not r.startswith("comm==")}
-        compiled = compiled_in_pyodide(core, folder, pure)
-        for path in compiled.values():
-            shutil.copy2(path, pypi / path.name)
-            own.append(pypi / path.name)
     else:
         pyodide_url = s["pyodide"]["cdn_url"] + "pyodide.js"
-        names += ["sympy"]  # Pyodide's own (compiled) sympy from the CDN
+    # sympy and mpmath as the book pins them (Pyodide's own sympy is older), compiled
+    pure = {r: p for r, p in wheels.items() if not r.startswith("comm==")}
+    for path in compiled_in_pyodide(core, pure).values():
+        shutil.copy2(path, pypi / path.name)
+        own.append(pypi / path.name)
     comm = next(p for r, p in wheels.items() if r.startswith("comm=="))  # the kernel installs it (piplite)
     shutil.copy2(comm, pypi / comm.name)
     piplite_index(pypi)

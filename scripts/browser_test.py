@@ -20,7 +20,7 @@ Failures (exit status 1):
   - a code cell that scrolls sideways at the default window size (``VIEWPORT``): chapter code
     lines are at most 88 characters and the book's CSS makes them fit;
   - in the JupyterLite edition (``_build/html/lite``), a chapter of ``LITE_DEFAULT`` (``--lite``)
-    that does not run: see scripts/lite_test.py (it shares this browser).
+    that does not run: see scripts/lite_test.py (it runs in this browser, after the pages).
 
 Advice (printed, exit status 0 unless ``--strict``): a code block or output wider than the
 column, a content image without a caption,
@@ -62,7 +62,7 @@ SEARCH_TERM, SEARCH_PAGE = "matrix", "chapters/matmul-cost.html"
 GLUED = [("chapters/matmul-cost.html", "FLOPs against")]
 LINK_ONLY = ("a.", "link[canonical]", "link[alternate]", "link[license]", "link[author]")
 SHOT_PAGES = ("chapters/preface.html", "chapters/matmul-cost.html")  # more screenshots of these
-SKIP_DIRS = {"_static", "_sources", "_images", "_downloads"}
+SKIP_DIRS = {"_static", "_sources", "_images", "_downloads", "lite"}  # lite/: the JupyterLite app
 TIMEOUT_MS = 15_000
 VIEWPORT = {"width": 1280, "height": 900}  # the default window size the book is checked at
 LITE_DEFAULT = ["matmul-cost"]  # chapters run in the JupyterLite edition (scripts/lite_test.py)
@@ -529,10 +529,11 @@ async def check_in_browser(pages: list[str], base: str, args: argparse.Namespace
                 await asyncio.gather(*(one(rel) for rel in pages))
                 return await check_search(context, base, problems, shots)
 
-            # the JupyterLite chapters run in the same browser, in a context of their own (service
-            # workers allowed, as for a reader), while the pages are checked: Pyodide's start is
-            # mostly waiting for one core
-            hits, _ = await asyncio.gather(pages_then_search(), run_lite(browser, base, args, problems))
+            hits = await pages_then_search()
+            # then the JupyterLite chapters, in the same browser but a context of their own (service
+            # workers allowed, as for a reader); after the pages, not beside them: run together they
+            # took longer than one after the other (Pyodide's start starves beside MathJax)
+            await run_lite(browser, base, args, problems)
         finally:
             await browser.close()
     problems.extend(f"request to another host (the book must work offline): {u}" for u in sorted(set(external)))

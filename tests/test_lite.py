@@ -21,7 +21,8 @@ sys.path.insert(0, str(ROOT / "_ext"))
 import jupyterlite_bundle as bundle  # noqa: E402
 
 # a code cell that needs PyTorch or transformers (or the tests' transformers helpers)
-NEEDS_TORCH = re.compile(r"^\s*(?:import|from)\s+(?:torch|transformers|tests\.hf_reference|hf_reference)\b", re.M)
+NEEDS_TORCH = re.compile(
+    r"^\s*(?:import|from)\s+(?:torch|transformers|(?:tests\.)?(?:hf_reference|distributed_checks))\b", re.M)
 
 
 @pytest.mark.xfail(strict=False, reason="the chapters' reality-check cells are being tagged (needs-torch)")
