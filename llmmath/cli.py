@@ -318,6 +318,9 @@ def _serve(argv: Sequence[str]) -> int:
             ("per output token", f">= {run['seconds_per_output_token'] * 1e3:,.2f} ms"),
             ("throughput", f"<= {run['tokens_per_second']:,.0f} tokens/s"),
         ]
+    elif run["memory_margin_bytes"] < 0:
+        rows.append(("weights", f"do NOT fit: {_gb(-run['memory_margin_bytes'])} over per GPU (with the reserve); "
+                                "raise --gpus or quantize (--dtype fp8)"))
     else:
         rows.append(("batch", f"{run['batch']:,} does NOT fit: {-run['batch_margin']:,} sequences too many"
                      if run["batch"] else "not even one sequence fits beside the weights"))

@@ -237,7 +237,9 @@ def serving_run(
     token at ``context`` tokens held (:func:`llmmath.tp_decode_step_seconds`, ring all-reduces
     included), and the throughput they imply.
     ``fits`` is False (and no times are given) when ``batch`` does not fit; ``batch_margin`` says
-    by how many sequences. Derived in chapter :doc:`/chapters/capstone`.
+    by how many sequences, and ``memory_margin_bytes`` (each GPU's memory less its weights and
+    ``reserve_bytes``) by how many bytes when not even the weights fit (``max_batch`` is then 0).
+    Derived in chapter :doc:`/chapters/capstone`.
     """
     cfg = _check_cfg(cfg)
     spec = accelerator(gpu)
@@ -248,7 +250,9 @@ def serving_run(
     if isinstance(reserve_bytes, bool) or not isinstance(reserve_bytes, numbers.Integral):
         raise TypeError(f"reserve_bytes must be an integer number of bytes, got {type(reserve_bytes).__name__}")
     shard = tp_shard(cfg, t)
-    largest = max_decode_batch(cfg, n, spec, reserve_bytes=reserve_bytes, dtype=dtype, kv_dtype=kv_dtype, tp=t)
+    room = spec.memory_bytes - bytes_for(param_count(shard), dtype) - reserve_bytes  # < 0: the weights miss
+    largest = 0 if room < 0 else max_decode_batch(cfg, n, spec, reserve_bytes=reserve_bytes, dtype=dtype,
+                                                  kv_dtype=kv_dtype, tp=t)
     b = largest if batch is None else check_int("batch", batch)
     p = n if prompt is None else check_int("prompt", prompt)
     out: dict[str, Any] = {
@@ -258,6 +262,7 @@ def serving_run(
         "context": n, "dtype": dtype, "kv_dtype": kv_dtype, "reserve_bytes": reserve_bytes,
         "weights_bytes_per_gpu": bytes_for(param_count(shard), dtype),
         "kv_bytes_per_sequence_per_gpu": kv_bytes(shard, 1, n, kv_dtype),
+        "memory_margin_bytes": room,
         "max_batch": largest, "batch": b, "fits": 0 < b <= largest, "batch_margin": largest - b,
     }
     if out["fits"]:

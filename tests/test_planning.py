@@ -120,6 +120,20 @@ def test_serving_largest_batch_is_the_brute_force_one():
     assert not too_many["fits"] and too_many["batch_margin"] == -5 and "prefill_seconds" not in too_many
 
 
+def test_serving_weights_that_do_not_fit_say_by_how_much(capsys):
+    """Llama 3.1 405B in BF16 on one node of 8 H100s: at least 2 x 405e9 / 8 bytes of weights per
+    GPU, more than 80 GB (Dubey et al. 2024, section 6.1, serve it in BF16 on two nodes). Not bad
+    input: a plan that does not fit (exit status 1), with the bytes it misses by."""
+    run = serving_run(preset("llama-3.1-405b"), "H100", 8, 8192, reserve_bytes=10**9)
+    assert run["weights_bytes_per_gpu"] > 2 * 405e9 / 8 > 80e9
+    assert run["memory_margin_bytes"] == 80 * 10**9 - run["weights_bytes_per_gpu"] - 10**9 < 0
+    assert run["max_batch"] == 0 and not run["fits"] and "seconds_per_output_token" not in run
+    assert serving_run(preset("llama-3-8b"), "H100", 1, 8192)["memory_margin_bytes"] > 0
+    assert main(["serve", "llama-3.1-405b", "--gpu", "h100", "--gpus", "8", "--context", "8192"]) == 1
+    out = capsys.readouterr().out
+    assert "do NOT fit" in out and "GB over per GPU" in out
+
+
 def test_serving_fp8_cache_halves_the_cache():
     cfg = preset("llama-3-8b")
     bf16 = serving_run(cfg, "H100", 1, 8192, batch=1)
