@@ -10,7 +10,8 @@ an online deployment: llmmath, sympy, mpmath and the shim stay in the site); ``l
 JupyterLite edition at all.
 
 What goes in, and from where (pins and sha256 in ``lite/bundle.json``; downloads cached in
-``.cache/lite/``, keyed by version, so a rebuild downloads nothing):
+``~/.cache/llmmath-lite/`` or ``$LLMMATH_LITE_CACHE``, keyed by version and hash, so neither a
+rebuild nor a fresh clone on the same machine downloads or compiles again):
 
 * Pyodide's core from the npm package ``pyodide`` (``npm pack``), checked against its sha256;
   its ``pyodide-lock.json`` lists every package file of the release with its sha256;
@@ -44,7 +45,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 LITE_SRC = ROOT / "lite"
-CACHE = ROOT / ".cache" / "lite"
+# downloads and compiled wheels, shared by every clone on the machine (each file is checked against
+# its pinned or official sha256 at every build, so a shared cache cannot slip in another file)
+CACHE = Path(os.environ.get("LLMMATH_LITE_CACHE")
+             or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "llmmath-lite")
 TORCH_TAG = "needs-torch"  # cells that need PyTorch or transformers: replaced in the browser
 HEAVY_TAG = "not-in-browser"  # cells too heavy for Pyodide (a GiB array, a hardware measurement)
 KERNEL_EXTENSION = "@jupyterlite/pyodide-kernel-extension"
@@ -76,7 +80,7 @@ def _log(message: str) -> None:
 
 
 def pyodide_core(s: dict | None = None) -> Path:
-    """The folder of Pyodide's core files (``.cache/lite/pyodide-<version>/``), from npm."""
+    """The folder of Pyodide's core files (``<cache>/pyodide-<version>/``), from npm."""
     s = s or spec()
     version, pinned = s["pyodide"]["version"], s["pyodide"]["npm_tarball_sha256"]
     dest = CACHE / f"pyodide-{version}"
@@ -105,7 +109,7 @@ def pyodide_core(s: dict | None = None) -> Path:
 
 
 def pip_wheels(pins: dict[str, str]) -> dict[str, Path]:
-    """``{"name==version": sha256}`` -> the wheel files in ``.cache/lite/pypi/`` (pip, hashes checked)."""
+    """``{"name==version": sha256}`` -> the wheel files in ``<cache>/pypi/`` (pip, hashes checked)."""
     dest = CACHE / "pypi"
     dest.mkdir(parents=True, exist_ok=True)
 
@@ -227,6 +231,7 @@ def compiled_in_pyodide(core: Path, wheels: dict[str, Path]) -> dict[str, Path]:
     script.write_text(NODE_SCRIPT)
     done = subprocess.run([node, str(script), str(core), str(tmp)], capture_output=True, text=True)
     if done.returncode:
+        shutil.rmtree(tmp, ignore_errors=True)
         raise BundleError(f"compiling in Pyodide failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
     for path in wheels.values():  # sourceless, as Pyodide's own packages: module.pyc for module.py
         src = tmp / "src" / path.stem
@@ -374,7 +379,7 @@ def contents_index(files: Path, names: list[str]) -> None:
 
 # --------------------------------------------------------------------------- the site
 def _app_source() -> Path:
-    """jupyterlite-core's app (``.cache/lite/jupyterlite-app-<version>/``, without source maps)."""
+    """jupyterlite-core's app (``<cache>/jupyterlite-app-<version>/``, without source maps)."""
     import jupyterlite_core
 
     tgz = next(Path(jupyterlite_core.__file__).parent.glob("jupyterlite-app-*.tgz"))

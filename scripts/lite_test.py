@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -108,8 +109,11 @@ async def run_chapter(context, base: str, slug: str, problems: list[str], log=pr
             result["skipped"] += 1
         errors = [o for o in cell["outputs"] if o.get("output_type") == "error"]
         for o in errors:
+            hint = ""
+            if re.search(r"No module named '(torch|transformers|distributed_checks|hf_reference)", o.get("evalue", "")):
+                hint = " -- give this cell the tag needs-torch (README: Running the book in the browser)"
             problems.append(f"{where}: {o.get('ename')}: {o.get('evalue', '')[:200]} "
-                            f"(first line: {cell['source'].splitlines()[0][:80] if cell['source'] else ''!r})")
+                            f"(first line: {cell['source'].splitlines()[0][:80] if cell['source'] else ''!r}){hint}")
         if cell["count"] is None and not errors and not any(p.startswith(f"lite/{slug}: code cell") for p in problems):
             problems.append(f"{where}: not executed")
         for o in cell["outputs"]:
