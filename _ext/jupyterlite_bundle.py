@@ -84,8 +84,12 @@ def pyodide_core(s: dict | None = None) -> Path:
     s = s or spec()
     version, pinned = s["pyodide"]["version"], s["pyodide"]["npm_tarball_sha256"]
     dest = CACHE / f"pyodide-{version}"
-    if (dest / ".verified").is_file():
-        return dest
+    stamp = dest / ".verified"  # the sha256 of each file as extracted from the pinned tarball
+    if stamp.is_file():
+        known = json.loads(stamp.read_text())
+        if all(sha256(dest / name) == digest for name, digest in known.items()):
+            return dest
+        _log(f"{dest} was changed since it was extracted: extracting it again")
     CACHE.mkdir(parents=True, exist_ok=True)
     tgz = CACHE / f"pyodide-{version}.tgz"
     if not tgz.is_file() or sha256(tgz) != pinned:
@@ -102,7 +106,7 @@ def pyodide_core(s: dict | None = None) -> Path:
         for name in s["pyodide"]["core_files"]:
             member = tar.getmember(f"package/{name}")
             (tmp / name).write_bytes(tar.extractfile(member).read())
-    (tmp / ".verified").write_text(pinned)
+    (tmp / ".verified").write_text(json.dumps({n: sha256(tmp / n) for n in s["pyodide"]["core_files"]}))
     shutil.rmtree(dest, ignore_errors=True)
     tmp.rename(dest)
     return dest
