@@ -232,8 +232,10 @@ def glue_values(nb) -> dict[str, str]:
     values = {}
     for cell in nb["cells"]:
         for output in cell.get("outputs", []):
-            key = output.get("metadata", {}).get("scrapbook", {}).get("name")
-            text = output.get("data", {}).get("text/plain")
+            scrapbook = output.get("metadata", {}).get("scrapbook", {})
+            key, prefix = scrapbook.get("name"), scrapbook.get("mime_prefix", "")
+            data = output.get("data", {})
+            text = data.get(f"{prefix}text/plain", data.get("text/plain"))
             if key and text is not None:
                 values[key] = text if isinstance(text, str) else "".join(text)
     return values
