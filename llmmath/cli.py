@@ -4,7 +4,7 @@
     python -m llmmath path/to/config.json    # ... of any supported Hugging Face config.json
     python -m llmmath --list                 # the preset names
     python -m llmmath --families             # the supported config.json model_types
-    python -m llmmath plan MODEL --tokens 15e12 --gpu h100 --gpus 16384 [--tp 8 --pp 16 ...]
+    python -m llmmath plan MODEL --tokens 15e12 --gpu h100 --gpus 16384 [--tp 8 --pp 16 ... --no-dropout]
     python -m llmmath serve MODEL --gpu h100 --gpus 8 --context 8192 [--batch 32 --kv-dtype fp8]
 
 Every command takes ``--json``. Exit status: 0, or 1 when the requested run does not fit in
@@ -182,6 +182,8 @@ def _plan_parser() -> argparse.ArgumentParser:
     p.add_argument("--efficiency", type=float, default=1.0,
                    help="fraction of peak the kernels reach in the step-time model (default 1: a lower bound)")
     p.add_argument("--price-per-gpu-hour", type=float, default=None, help="price of one GPU-hour, for the cost")
+    p.add_argument("--no-dropout", action="store_true",
+                   help="the model trains without dropout (Llama, DeepSeek): no dropout masks in the activations")
     p.add_argument("--top", type=int, default=5, help="layouts to show when searching (default 5)")
     return p
 
@@ -245,7 +247,7 @@ def _plan(argv: Sequence[str]) -> int:
     seq = args.seq if args.seq is not None else min(cfg.max_position or 8192, 8192)
     gbt = args.global_batch_tokens if args.global_batch_tokens is not None else 2**22
     kw = dict(mfu=args.mfu, efficiency=args.efficiency, price_per_gpu_hour=args.price_per_gpu_hour,
-              precision=args.precision)
+              precision=args.precision, dropout=not args.no_dropout)
     if any(getattr(args, f) is not None for f in _LAYOUT_FLAGS):
         degrees = {k: v for k, v in (("tp", args.tp), ("pp", args.pp), ("cp", args.cp), ("ep", args.ep),
                                     ("zero_stage", args.zero), ("microbatch_size", args.micro_batch),

@@ -169,6 +169,17 @@ def test_plan_with_a_layout_json(capsys):
     assert run["cost"] == pytest.approx(2 * run["gpu_hours"]) and run["mfu"] == 0.4
 
 
+def test_plan_no_dropout_drops_the_masks(capsys):
+    assert main([*_PLAN, "--tp", "2", "--mfu", "0.4", "--json"]) == 0
+    kept = json.loads(capsys.readouterr().out)
+    assert main([*_PLAN, "--tp", "2", "--mfu", "0.4", "--json", "--no-dropout"]) == 0
+    plain = json.loads(capsys.readouterr().out)
+    # Llama 3 8B: two 1-byte masks of s h per layer and the embedding's, split over t = 2 by
+    # sequence parallelism; one micro-batch in flight (no pipeline)
+    L, h, s = 32, 4096, 8192
+    assert kept["memory"]["activations"] - plain["memory"]["activations"] == (2 * L + 1) * s * h // 2
+
+
 def test_plan_search_text(capsys):
     assert main([*_PLAN, "--top", "2"]) == 0
     out = capsys.readouterr().out
