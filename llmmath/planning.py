@@ -192,7 +192,7 @@ def search_training_runs(
 ) -> dict[str, Any]:
     """Search the layouts of ``n_gpus`` accelerators (:func:`llmmath.search_layouts`, ZeRO-1, tensor
     parallelism within the scale-up domain, pipeline degrees dividing the layers or powers of two,
-    expert degrees powers of two, 1F1B or interleaved with ``virtual_stages``; with
+    expert degrees powers of two, 1F1B or interleaved with ``virtual_stages`` when ``pp > 1``; with
     ``flash_attention`` no selective recomputation, which then saves nothing) for
     ``global_batch_tokens`` per step, and plan the ``top`` fastest that fit (:func:`training_run`).
     When none fits, ``best`` is empty and ``closest`` plans the layout of least memory, whose
@@ -211,6 +211,8 @@ def search_training_runs(
     check_bool("dropout", dropout)
     plans = search_layouts(cfg, n, spec, s, batch, ep=eps, recompute=recompute, flash_attention=flash_attention,
                            virtual_stages=virtual_stages, precision="mixed", efficiency=efficiency, dropout=dropout)
+    # interleaving needs a pipeline: with pp = 1 it repeats the same layout under another name
+    plans = [p for p in plans if p.layout.pp > 1 or p.layout.virtual_stages == 1]
     kw = dict(mfu=mfu, efficiency=efficiency, price_per_gpu_hour=price_per_gpu_hour, precision=precision,
               flash_attention=flash_attention, dropout=dropout)
     fitting = [p for p in plans if p.fits][:top]

@@ -104,6 +104,17 @@ def test_search_returns_fitting_layouts_fastest_first_or_the_closest_miss():
     assert big["best"] == [] and big["closest"]["margin_bytes"] < 0  # 405B in bf16 alone is 811 GB
 
 
+def test_search_lists_no_interleaving_without_a_pipeline():
+    """With pp = 1 there is nothing to interleave: such a 'layout' is the 1F1B one again (same
+    memory, same step) and must not take a second place in the list."""
+    found = search_training_runs(_gpt(), 1e9, "H100", 16, 512, 64 * 512, top=50)
+    lays = [r["layout"] for r in found["best"]]
+    assert lays and all(lay["pp"] > 1 or lay["virtual_stages"] == 1 for lay in lays)
+    keys = [tuple(sorted((k, v) for k, v in lay.items() if k not in ("schedule", "virtual_stages")))
+            for lay in lays if lay["pp"] == 1]
+    assert len(keys) == len(set(keys))
+
+
 def test_serving_largest_batch_is_the_brute_force_one():
     cfg = preset("llama-3-70b")  # 80 layers, 8 KV heads of 128
     n, tp, reserve = 8192, 8, 3 * 10**9
