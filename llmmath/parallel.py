@@ -1010,9 +1010,10 @@ def search_layouts(
     ``n_experts`` for a mixture of experts), ZeRO stages, recomputation modes, micro-batch sizes and
     virtual stages; ``dp = n_gpus / (tp pp cp)`` and ``microbatches = global_batch / (dp b)`` must
     be integers, the schedule is 1F1B (interleaved when ``virtual_stages > 1``). Combinations that
-    :func:`check_layout` rejects are skipped. Keyword arguments go to both estimates (``precision``
-    of the optimizer state as ``state_precision`` in :func:`step_time`; ``flash_attention``,
-    ``efficiency``, ...). Derived in chapter :doc:`/chapters/parallelism`.
+    :func:`check_layout` rejects are skipped (and interleaving with ``pp = 1``, the same layout as
+    1F1B). Keyword arguments go to both estimates (``precision`` of the optimizer state as
+    ``state_precision`` in :func:`step_time`, ``peak_precision`` as its ``precision``;
+    ``flash_attention``, ``efficiency``, ...). Derived in chapter :doc:`/chapters/parallelism`.
     """
     cfg = _check_cfg(cfg)
     n, s, batch = check_int("n_gpus", n_gpus), check_int("seq", seq), check_int("global_batch", global_batch)
@@ -1024,9 +1025,11 @@ def search_layouts(
     eps = ep or (tuple(_divisors(cfg.n_experts)) if cfg.is_moe else (1,))
     mem_kw = {k: kwargs[k] for k in ("precision", "optimizer", "flash_attention", "dropout", "bytes_per_value")
               if k in kwargs}
-    time_kw = {k: v for k, v in kwargs.items() if k not in ("precision", "optimizer", "dropout")}
+    time_kw = {k: v for k, v in kwargs.items() if k not in ("precision", "optimizer", "dropout", "peak_precision")}
     if "precision" in kwargs:
         time_kw["state_precision"] = kwargs["precision"]
+    if "peak_precision" in kwargs:
+        time_kw["precision"] = kwargs["peak_precision"]
     plans: list[Plan] = []
     for t in tps:
         for p in pps:
@@ -1040,6 +1043,8 @@ def search_layouts(
                             continue
                         m = batch // (d * b)
                         for v in virtual_stages:
+                            if v > 1 and p == 1:  # interleaving one stage is the same layout
+                                continue
                             for z in zero_stages:
                                 for rec in recompute:
                                     try:

@@ -210,9 +210,8 @@ def search_training_runs(
         recompute = tuple(r for r in recompute if r != "selective") or recompute
     check_bool("dropout", dropout)
     plans = search_layouts(cfg, n, spec, s, batch, ep=eps, recompute=recompute, flash_attention=flash_attention,
-                           virtual_stages=virtual_stages, precision="mixed", efficiency=efficiency, dropout=dropout)
-    # interleaving needs a pipeline: with pp = 1 it repeats the same layout under another name
-    plans = [p for p in plans if p.layout.pp > 1 or p.layout.virtual_stages == 1]
+                           virtual_stages=virtual_stages, precision="mixed", peak_precision=precision,
+                           efficiency=efficiency, dropout=dropout)
     kw = dict(mfu=mfu, efficiency=efficiency, price_per_gpu_hour=price_per_gpu_hour, precision=precision,
               flash_attention=flash_attention, dropout=dropout)
     fitting = [p for p in plans if p.fits][:top]

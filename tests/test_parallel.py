@@ -449,3 +449,17 @@ def test_search_layouts():
         check_layout(cfg, p.layout, 4096)
         assert p.memory == memory_per_gpu(cfg, p.layout, 4096, flash_attention=True, dropout=False)["total"]
         assert p.fits == (p.memory <= accelerator("A100").memory_bytes)
+
+
+def test_search_skips_interleaving_without_a_pipeline_and_ranks_at_the_requested_peak():
+    from llmmath import Layout, preset, search_layouts, step_time
+
+    cfg = preset("llama-3-8b")
+    plans = search_layouts(cfg, 16, "H100", 2048, 64, virtual_stages=(1, 2), recompute=("full",))
+    assert all(p.layout.pp > 1 for p in plans if p.layout.virtual_stages > 1)
+    assert len({p.layout for p in plans}) == len(plans)
+    fp8 = search_layouts(cfg, 16, "H100", 2048, 64, tp=(1,), pp=(1,), recompute=("full",),
+                         microbatch_sizes=(1,), peak_precision="fp8_tensor")
+    layout = Layout(dp=16, microbatches=4, recompute="full")
+    assert fp8[0].layout == layout
+    assert fp8[0].step == step_time(cfg, layout, 2048, "H100", precision="fp8_tensor")["step"]
