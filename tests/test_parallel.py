@@ -460,6 +460,6 @@ def test_search_skips_interleaving_without_a_pipeline_and_ranks_at_the_requested
     assert len({p.layout for p in plans}) == len(plans)
     fp8 = search_layouts(cfg, 16, "H100", 2048, 64, tp=(1,), pp=(1,), recompute=("full",),
                          microbatch_sizes=(1,), peak_precision="fp8_tensor")
-    layout = Layout(dp=16, microbatches=4, recompute="full")
+    layout = Layout(dp=16, microbatches=4, recompute="full", zero_stage=1)
     assert fp8[0].layout == layout
     assert fp8[0].step == step_time(cfg, layout, 2048, "H100", precision="fp8_tensor")["step"]
