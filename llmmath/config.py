@@ -349,10 +349,14 @@ def _nullable(d: Mapping[str, Any], key: str, default: Any) -> Any:
 
 
 def _req(d: Mapping[str, Any], key: str, *aliases: str) -> Any:
-    """A core shape field: ``d[key]`` or an alias; absent or ``null`` raises ``ValueError``."""
+    """A core shape field: ``d[key]`` or an alias, an integer; absent or ``null`` raises
+    ``ValueError``, another type ``TypeError`` (both naming the field as config.json spells it)."""
     for k in (key, *aliases):
         if d.get(k) is not None:
-            return d[k]
+            value = d[k]
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"config field {k!r} must be an integer, got {type(value).__name__} {value!r}")
+            return value
     also = f" (or {', '.join(repr(a) for a in aliases)})" if aliases else ""
     raise ValueError(f"config is missing the required field {key!r}{also}: "
                      f"model_type {d.get('model_type')!r} has no default for it")

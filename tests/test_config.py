@@ -154,8 +154,10 @@ def test_from_hf_config_rejects(d: dict[str, Any], match: str) -> None:
 def test_from_hf_config_type_errors() -> None:
     with pytest.raises(TypeError, match="d must be a dict"):
         from_hf_config([("model_type", "gpt2")])  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="n_layers"):
+    with pytest.raises(TypeError, match="'num_hidden_layers' must be an integer, got float"):
         from_hf_config(_d("gpt2", num_hidden_layers=2.0))
+    with pytest.raises(TypeError, match="'hidden_size' must be an integer, got str"):
+        from_hf_config(_d("llama", hidden_size="x"))
 
 
 _BASE = dict(n_layers=2, hidden_size=64, n_heads=4, vocab_size=100, max_position=16)
