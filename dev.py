@@ -2,11 +2,12 @@
 """The project's single entry point. Needs only Python 3 (>= 3.10) to start.
 
     python3 dev.py book      set up .venv (book requirements) and build the book (zero warnings)
-    python3 dev.py test      set up .venv (test requirements) and run every test: ruff, pytest,
-                             nbval over every chapter notebook, a clean book build (zero
-                             warnings) and the browser test of every page (scripts/browser_test.py;
-                             installs Debian's chromium first when it is missing and we are root),
-                             which also runs one chapter in the JupyterLite edition
+    python3 dev.py test      set up .venv (test requirements) and run every test: ruff, then
+                             pytest with nbval over every chapter notebook and, beside it, a clean
+                             book build (zero warnings) followed by the browser test of every page
+                             (scripts/browser_test.py; installs Debian's chromium first when it is
+                             missing and we are root), which also runs one chapter in the
+                             JupyterLite edition
     python3 dev.py execute   re-execute every chapter notebook in place (after an edit)
     python3 dev.py bench     time a clean book build, the browser test, nbval alone and the whole
                              test run; the time to the first executed cell in the browser
@@ -25,6 +26,8 @@ import platform
 import shutil
 import subprocess
 import sys
+import tempfile
+import threading
 import venv
 from pathlib import Path
 
@@ -47,7 +50,12 @@ def numeric_env() -> dict[str, str]:
     thread makes every x86-64 machine compute the same bits; tests/nbval_sanitize.cfg compares
     floats to 6 decimals as a second line of defence (other architectures).
     """
-    env = dict(os.environ, PYTHONHASHSEED="0", MPLBACKEND="Agg")
+    # One thread per process for PyTorch's (OpenMP) and MKL's pools too: the tests' tensors are
+    # tiny, and two pytest workers, their notebook kernels and the spawned torch.distributed ranks
+    # each starting a pool of 2 threads on 2 cores spent a third of the test run spinning (measured:
+    # pytest + nbval 122 s with the default pools, 90 s with one thread).
+    env = dict(os.environ, PYTHONHASHSEED="0", MPLBACKEND="Agg", OMP_NUM_THREADS="1",
+               MKL_NUM_THREADS="1")
     if platform.machine().lower() in ("x86_64", "amd64"):
         env.update(OPENBLAS_CORETYPE="Haswell", OPENBLAS_NUM_THREADS="1",
                    NPY_DISABLE_CPU_FEATURES="X86_V4 AVX512_ICL AVX512_SPR", ATEN_CPU_CAPABILITY="avx2")
@@ -125,11 +133,42 @@ def test() -> None:
     setup("test")
     browser = ensure_chromium()
     run(BIN / "ruff", "check", ".")
-    run(PY, "-m", "pytest", "-n", "2", "--dist", "loadscope", "--nbval", "--nbval-current-env",
-        "--nbval-sanitize-with", "tests/nbval_sanitize.cfg", "-p", "no:cacheprovider", env=numeric_env())
-    build_book()
+    # The book build and the browser test read only committed files (no test writes _build/, no
+    # build step reads what pytest writes), so they run beside pytest and its notebooks, their
+    # output held back and printed after pytest's: on 2 cores the two halves overlap each other's
+    # waits (process starts, the browser's page loads).
+    with tempfile.TemporaryFile("w+") as log:
+        book_status: list[int] = []
+        book_job = threading.Thread(target=lambda: book_status.append(_book_then_browser(browser, log)))
+        book_job.start()
+        print("+ (beside pytest) jupyter-book build . -W -n --keep-going"
+              + (", then scripts/browser_test.py" if browser else ""), flush=True)
+        tests = subprocess.run(
+            [str(PY), "-m", "pytest", "-n", "2", "--dist", "loadscope", "--nbval", "--nbval-current-env",
+             "--nbval-sanitize-with", "tests/nbval_sanitize.cfg", "-p", "no:cacheprovider"],
+            cwd=ROOT, env=numeric_env()).returncode
+        book_job.join()
+        log.seek(0)
+        print(log.read(), end="", flush=True)
+    book_code = book_status[0] if book_status else 1  # no status: the thread itself failed
+    failed = [name for name, code in (("pytest", tests), ("book build or browser test", book_code)) if code]
+    if failed:
+        sys.exit(f"FAILED: {' and '.join(failed)}")
+
+
+def _book_then_browser(browser: bool, log) -> int:
+    """A clean book build, then (when chromium is there) the browser test; output to ``log``."""
+    shutil.rmtree(ROOT / "_build", ignore_errors=True)
+    steps = [[str(BIN / "jupyter-book"), "build", ".", "-W", "-n", "--keep-going"]]
     if browser:
-        run(PY, "scripts/browser_test.py")
+        steps.append([str(PY), "scripts/browser_test.py"])
+    for cmd in steps:
+        log.write(f"+ {' '.join(cmd)}\n")
+        log.flush()
+        code = subprocess.run(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT).returncode
+        if code:
+            return code
+    return 0
 
 
 def execute() -> None:
@@ -164,4 +203,8 @@ if __name__ == "__main__":
     if len(sys.argv) < 2 or sys.argv[1] not in COMMANDS:
         print(__doc__)
         sys.exit(2)
+    # Let Python cache compiled modules (__pycache__/, git-ignored) even where the environment
+    # forbids it: without the cache every test worker, notebook kernel and spawned rank compiles
+    # llmmath, the tests and pytest's assertion rewrites again (about 2.5 s per pytest process).
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     COMMANDS[sys.argv[1]]()

@@ -5,10 +5,11 @@ from opening it to the result of its first code cell (Pyodide's start, the packa
 the imports included) and the time to run all its cells after that.
 
 Run with ``python3 dev.py bench``. Prints seconds; the budgets (2 cores, installs excluded) are a
-clean build <= 60 s, the browser test <= 30 s and the whole test run <= 120 s. Timing lives here,
-never in the tests. The load average is printed too: on a busy machine every figure is larger.
-The whole test run starts with the installs, which are no-ops once done: run the bench twice (or
-after ``python3 dev.py test``) to exclude them.
+clean build <= 60 s and the whole test run <= 150 s (``dev.py test`` runs the book build and the
+browser test beside pytest, so the whole run is less than the sum of the parts, which are timed
+alone here). Timing lives here, never in the tests. The load average is printed too: on a busy
+machine every figure is larger. The whole test run starts with the installs, which are no-ops
+once done: run the bench twice (or after ``python3 dev.py test``) to exclude them.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
-BUDGETS = {"clean book build": 60.0, "browser test": 30.0, "whole test run": 120.0}
+BUDGETS = {"clean book build": 60.0, "whole test run": 150.0}
 PYTEST = [str(BIN / "python"), "-m", "pytest", "-q", "-n", "2", "--dist", "loadscope",
           "--nbval-current-env", "--nbval-sanitize-with", "tests/nbval_sanitize.cfg",
           "-p", "no:cacheprovider"]
