@@ -397,6 +397,13 @@ def _p(name: str, prompt: str, expected: Callable[..., Any], rtol: float = 0.0) 
     return Part(name, prompt, expected, rtol=rtol)
 
 
+def _parts_of(compute: Callable[[str], Any]) -> Callable[..., Part]:
+    """Parts whose expected value is ``compute(name)``: one chapter's answers by part name."""
+    def part(name: str, prompt: str, rtol: float = 0.0) -> Part:
+        return _p(name, prompt, lambda: compute(name), rtol)
+    return part
+
+
 def _chain_two_layers(order: str) -> int:
     from .matmul import chain_flops
 
@@ -1088,8 +1095,7 @@ def _serving(what: str) -> float:
     return (bd["attn_scores"] + bd["attn_values"]) / inf.kv_bytes(l8, 1, 4097)
 
 
-def _s(name: str, prompt: str, rtol: float = 0.0) -> Part:
-    return Part(name, prompt, lambda: _serving(name), rtol=rtol)
+_s = _parts_of(_serving)
 
 
 _SERVING = [
@@ -1193,8 +1199,7 @@ def _parallelism(name: str) -> float:
     return fsdp_shard_numel(shape, 8) if name == "fsdp_padded" else fsdp_shard_numel(shape, 8, 7)
 
 
-def _par(name: str, prompt: str, rtol: float = 0.0) -> Part:
-    return Part(name, prompt, lambda: _parallelism(name), rtol=rtol)
+_par = _parts_of(_parallelism)
 
 
 _PARALLELISM = [
@@ -1279,8 +1284,7 @@ def _capstone(name: str) -> float:
     return tp_comm_compute_ratio(preset("deepseek-v3").hidden_size, 8, name.removeprefix("tp_ratio_").upper())
 
 
-def _cap(name: str, prompt: str, rtol: float = 0.0) -> Part:
-    return Part(name, prompt, lambda: _capstone(name), rtol=rtol)
+_cap = _parts_of(_capstone)
 
 
 _CAPSTONE = [
