@@ -20,7 +20,9 @@ module              chapter
 ``units``           bytes, GB and GiB
 ``optim``           optimizer update rules and their state
 ``scaling``         scaling laws and compute-optimal training
-``parallel``        splitting a training step across GPUs: collectives, layouts, memory, time
+``parallel``        splitting a training step across GPUs: collectives, layouts, memory
+``steptime``        the time of a training step: the bound and the calibrated prediction
+``calibration``     published measured runs and the step-time model's fitted constants
 ``planning``        planning a training run and its serving end to end (``plan``, ``serve``)
 ``errata``          the seeds' claims, rechecked
 ``check``           checking a reader's answers to the exercises
@@ -33,6 +35,7 @@ module              chapter
 from __future__ import annotations
 
 from . import (
+    calibration,
     chain,
     config,
     errata,
@@ -48,9 +51,11 @@ from . import (
     planning,
     presets,
     scaling,
+    steptime,
     units,
 )
 from . import check as _check_module
+from .calibration import *  # noqa: F403
 from .chain import *  # noqa: F403
 from .check import *  # noqa: F403
 from .config import *  # noqa: F403
@@ -67,6 +72,7 @@ from .params import *  # noqa: F403
 from .planning import *  # noqa: F403
 from .presets import *  # noqa: F403
 from .scaling import *  # noqa: F403
+from .steptime import *  # noqa: F403
 from .units import *  # noqa: F403
 
 __version__ = "0.1.0"
@@ -74,7 +80,7 @@ __version__ = "0.1.0"
 #: The modules whose public names make up the top level, in the book's order.
 MODULES = (
     config, presets, matmul, chain, mlp, params, flops, hardware, memory, inference, units, optim, scaling, parallel,
-    planning, errata,
+    steptime, calibration, planning, errata,
     _check_module,
 )
 

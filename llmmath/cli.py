@@ -27,7 +27,7 @@ from .config import TransformerConfig, from_hf_config, supported_families_table
 from .hardware import GPUS, accelerator
 from .presets import PRESETS, preset
 
-_LAYOUT_FLAGS = ("tp", "pp", "cp", "ep", "zero", "micro_batch", "recompute")
+_LAYOUT_FLAGS = ("tp", "pp", "cp", "ep", "zero", "micro_batch", "recompute", "virtual_stages", "schedule")
 
 
 def load(spec: str) -> TransformerConfig:
@@ -177,10 +177,15 @@ def _plan_parser() -> argparse.ArgumentParser:
     p.add_argument("--zero", type=int, default=None, help="ZeRO stage 0-3 (default 1)")
     p.add_argument("--micro-batch", type=int, default=None, help="sequences per micro-batch (default 1)")
     p.add_argument("--recompute", default=None, help="none, selective or full (default selective)")
-    p.add_argument("--mfu", type=float, default=None, help="assumed model FLOPs utilisation; without it the "
-                   "step-time model runs kernels at --efficiency of peak")
-    p.add_argument("--efficiency", type=float, default=1.0,
-                   help="fraction of peak the kernels reach in the step-time model (default 1: a lower bound)")
+    p.add_argument("--virtual-stages", type=int, default=None,
+                   help="model chunks per GPU (interleaved 1F1B when > 1; a layout flag)")
+    p.add_argument("--schedule", default=None, help="pipeline schedule: gpipe, 1f1b, interleaved, interleaved_zb, "
+                   "zbv, dualpipev (PyTorch's zero-bubble schedules; default 1f1b, interleaved with --virtual-stages)")
+    p.add_argument("--mfu", type=float, default=None, help="assumed model FLOPs utilisation (causal attention "
+                   "pairs, no recomputation); overrides both the bound and the prediction for days and cost")
+    p.add_argument("--efficiency", type=float, default=None,
+                   help="fraction of peak the kernels reach in the prediction (default: the calibration fitted "
+                   "to published runs)")
     p.add_argument("--price-per-gpu-hour", type=float, default=None, help="price of one GPU-hour, for the cost")
     p.add_argument("--no-dropout", action="store_true",
                    help="the model trains without dropout (Llama, DeepSeek): no dropout masks in the activations")
@@ -212,6 +217,9 @@ def _layout_text(lay: dict[str, Any], seq: int) -> str:
         extra.insert(1, "sequence parallel")
     if lay["schedule"] == "interleaved":
         extra.append(f"interleaved x{lay['virtual_stages']}")
+    elif lay["schedule"] not in ("1f1b",) and lay["pp"] > 1:
+        extra.append(f"schedule {lay['schedule']}" + (f" x{lay['virtual_stages']}" if lay["virtual_stages"] > 1
+                                                      else ""))
     return (f"tp {lay['tp']} x pp {lay['pp']} x dp {lay['dp']} x cp {lay['cp']} (ep {lay['ep']}), "
             + ", ".join(extra) + f"; micro-batch {lay['microbatch_size']} x {lay['microbatches']}, "
             f"global batch {lay['global_batch']:,} x {seq:,} tokens")
@@ -223,18 +231,25 @@ def _plan_text(run: dict[str, Any]) -> list[tuple[str, str]]:
     fit = (f"fits ({_gb(run['margin_bytes'])} to spare)" if run["fits"]
            else f"does NOT fit: {_gb(-run['margin_bytes'])} over")
     comm = ", ".join(f"{k} {_gb(v)}" for k, v in run["communication_bytes_per_step"].items() if k != "total" and v)
-    est = run["model_estimate"]
+    est, err = run["prediction"], run["predicted_error"]
     cost = "" if run["cost"] is None else f", cost {run['cost']:,.0f}"
+    hfu = f", HFU {est['hfu']:.1%}" if est["hfu"] > est["mfu"] * 1.001 else ""
     return [
         ("layout", _layout_text(run["layout"], run["seq"])),
         ("memory (busiest GPU)", f"stage {mem['stage']}: {parts}"),
-        ("", f"total {_gb(mem['total'])} of {_gb(cap)}: {fit}"),
-        ("step", f"{run['model_flops_per_step']:.3g} model FLOPs; sent per GPU: {comm or 'nothing'}"),
-        ("step time", f"{run['step_seconds']:,.2f} s ({run['time_source']}); model estimate "
-                      f"{est['step']:,.2f} s = compute {est['compute']:,.2f} + bubble {est['bubble']:,.2f} "
-                      f"+ exposed communication {est['exposed_communication']:,.2f}, MFU {est['mfu']:.1%}"),
+        ("", f"total {_gb(mem['total'])} of {_gb(run['cluster']['usable_memory_bytes'])} usable "
+             f"({_gb(cap)} less a {_gb(run['cluster']['reserve_bytes'])} reserve): {fit}"),
+        ("step", f"{run['model_flops_per_step']:.3g} model FLOPs ({run['mfu_convention']}); "
+                 f"sent per GPU: {comm or 'nothing'}"),
+        ("step time, at best", f"{run['bound_step_seconds']:,.3g} s, MFU <= {run['bound_mfu']:.1%} (a lower bound: "
+                               "kernels at peak, links at nominal bandwidth, every overlap taken)"),
+        ("step time, expected", f"{run['predicted_step_seconds']:,.3g} s, MFU {run['predicted_mfu']:.1%}{hfu} "
+                                f"(typically within {err['median_abs']:.0%}, 90% of {err['runs']} published runs "
+                                f"within {err['p90_abs']:.0%}) = compute {est['compute']:,.3g} + bubble "
+                                f"{est['bubble']:,.3g} + exposed communication {est['exposed_communication']:,.3g} "
+                                f"+ optimizer {est['optimizer']:,.3g}"),
         ("run", f"{run['steps']:,} steps, {run['days']:,.1f} days, {run['gpu_hours']:,.0f} GPU-hours{cost}, "
-                f"{run['tokens_per_second']:,.0f} tokens/s, MFU {run['mfu']:.1%}"),
+                f"{run['tokens_per_second']:,.0f} tokens/s, MFU {run['mfu']:.1%} ({run['time_source']})"),
     ]
 
 
@@ -251,7 +266,8 @@ def _plan(argv: Sequence[str]) -> int:
     if any(getattr(args, f) is not None for f in _LAYOUT_FLAGS):
         degrees = {k: v for k, v in (("tp", args.tp), ("pp", args.pp), ("cp", args.cp), ("ep", args.ep),
                                     ("zero_stage", args.zero), ("microbatch_size", args.micro_batch),
-                                    ("recompute", args.recompute)) if v is not None}
+                                    ("recompute", args.recompute), ("virtual_stages", args.virtual_stages),
+                                    ("schedule", args.schedule)) if v is not None}
         degrees.setdefault("zero_stage", 1)
         degrees.setdefault("recompute", "selective")
         layout = layout_for(cfg, args.gpus, seq, gbt, **degrees)
@@ -281,8 +297,9 @@ def _plan(argv: Sequence[str]) -> int:
             _print_rows(_plan_text(close))
         return 1
     for i, run in enumerate(found["best"], 1):
-        est = run["model_estimate"]
-        why = (f"step {est['step']:,.2f} s: bubble {est['bubble'] / est['step']:.0%}, exposed communication "
+        est = run["prediction"]
+        why = (f"expected step {est['step']:,.3g} s (at best {run['bound_step_seconds']:,.3g} s): bubble "
+               f"{est['bubble'] / est['step']:.0%}, exposed communication "
                f"{est['exposed_communication'] / est['step']:.0%}; {_gb(run['margin_bytes'])} of memory to spare")
         print(f"\n#{i}  {why}")
         _print_rows(_plan_text(run))

@@ -3,9 +3,9 @@
 Each function composes the formulas of the earlier chapters into the answer a reader with a real
 job needs, and returns it as plain data (dicts of numbers and strings, JSON-ready): what the
 ``python -m llmmath plan`` and ``serve`` commands print. Nothing here is a new formula: memory
-from :func:`llmmath.memory_per_gpu`, step time and MFU from :func:`llmmath.step_time`, layouts from
+from :func:`llmmath.memory_per_gpu`, step time and MFU (both modes) from :func:`llmmath.step_time`, layouts from
 :func:`llmmath.search_layouts`, communication from :func:`llmmath.communication_bytes`, FLOPs from
-:func:`llmmath.training_flops`, serving from :mod:`llmmath.inference`.
+:func:`llmmath.model_flops`, serving from :mod:`llmmath.inference`.
 Derived in chapter :doc:`/chapters/capstone`.
 """
 
@@ -17,7 +17,7 @@ from typing import Any
 
 from ._validate import check_bool, check_choice, check_fraction, check_int, check_positive
 from .config import TransformerConfig
-from .flops import SECONDS_PER_DAY, training_flops
+from .flops import SECONDS_PER_DAY
 from .hardware import accelerator, gpu_peak_flops
 from .inference import (
     kv_bytes,
@@ -29,18 +29,18 @@ from .inference import (
 )
 from .memory import RECOMPUTE_MODES
 from .parallel import (
+    V_SCHEDULES,
     Layout,
     balanced_stage_layers,
     check_layout,
     communication_bytes,
     memory_per_gpu,
-    search_layouts,
-    step_time,
 )
 from .params import active_param_count, param_count
+from .steptime import MFU_CONVENTION, model_flops, search_layouts, step_time
 from .units import DTYPES, bytes_for
 
-__all__ = ["training_run", "layout_for", "search_training_runs", "serving_run"]
+__all__ = ["MEMORY_RESERVE", "training_run", "layout_for", "search_training_runs", "serving_run"]
 
 def _check_cfg(cfg: Any) -> TransformerConfig:
     if not isinstance(cfg, TransformerConfig):
@@ -61,36 +61,57 @@ def _global_batch(layout_dp: int, microbatch_size: int, seq: int, global_batch_t
     return max(1, round(global_batch_tokens / (seq * layout_dp * microbatch_size)))
 
 
+#: Share of each GPU's memory a plan keeps free: the CUDA context and NCCL's buffers (a few GB) and
+#: the caching allocator's fragmentation (several percent of what is allocated). A layout "fits"
+#: when its busiest GPU needs at most ``(1 - MEMORY_RESERVE)`` of the memory.
+MEMORY_RESERVE = 0.10
+
+
 def _time_and_cost(cfg: TransformerConfig, layout: Layout, seq: int, tokens: float, gpu: Any, *,
-                   mfu: float | None, efficiency: float, precision: str, state_precision: str,
-                   flash_attention: bool, price_per_gpu_hour: float | None) -> dict[str, Any]:
+                   mfu: float | None, efficiency: float | None, precision: str, state_precision: str,
+                   flash_attention: bool, price_per_gpu_hour: float | None,
+                   attention_kernel: str | None = None) -> dict[str, Any]:
+    from .calibration import stored_calibration
+
     spec = accelerator(gpu)
     step_tokens = layout.global_batch * seq
     steps = math.ceil(tokens / step_tokens)
-    model_flops = training_flops(cfg, layout.global_batch, seq)  # every query-key pair, as llmmath.mfu
+    flops = model_flops(cfg, layout.global_batch, seq)
     peak_total = layout.n_gpus * gpu_peak_flops(spec, precision)
-    estimate = step_time(cfg, layout, seq, spec, efficiency=efficiency, precision=precision,
-                         state_precision=state_precision, flash_attention=flash_attention)
-    # one FLOP count for every MFU of the plan (step_time's own MFU counts a fused kernel's causal
-    # pairs only): an assumed mfu and the model's estimate are then comparable, and mfu=run["mfu"]
-    # reproduces the step-time model's step
-    estimate_mfu = model_flops / (peak_total * estimate["step"])
+    kw = dict(precision=precision, state_precision=state_precision, flash_attention=flash_attention)
+    bound = step_time(cfg, layout, seq, spec, mode="bound", **kw)
+    pred = step_time(cfg, layout, seq, spec, mode="predicted", efficiency=efficiency,
+                     attention_kernel=attention_kernel, **kw)
     if mfu is None:
-        step, source, achieved = estimate["step"], f"step-time model at {efficiency:.0%} of peak", estimate_mfu
+        step, source, achieved = pred["step"], f"predicted ({pred['efficiency']['source']})", pred["mfu"]
     else:
-        step = model_flops / (peak_total * mfu)
+        step = flops / (peak_total * mfu)
         source, achieved = f"assumed MFU {mfu:.1%}", mfu
     seconds = steps * step
     gpu_hours = seconds * layout.n_gpus / 3600
+    band = stored_calibration()["band"]
+    keys = ("step", "compute", "bubble", "exposed_communication", "optimizer", "mfu", "hfu")
     return {
         "steps": steps,
         "tokens_per_step": step_tokens,
-        "model_flops_per_step": model_flops,
+        "model_flops_per_step": flops,
+        "mfu_convention": MFU_CONVENTION,
         "step_seconds": step,
         "time_source": source,
         "mfu": achieved,
-        "model_estimate": {**{k: estimate[k] for k in ("compute", "bubble", "exposed_communication", "step")},
-                           "mfu": estimate_mfu},
+        "bound_step_seconds": bound["step"],
+        "bound_mfu": bound["mfu"],
+        "bound_hfu": bound["hfu"],
+        "predicted_step_seconds": pred["step"],
+        "predicted_mfu": pred["mfu"],
+        "predicted_hfu": pred["hfu"],
+        "predicted_error": {"median_abs": band["median_abs"], "p90_abs": band["p90_abs"],
+                            "runs": stored_calibration()["rows"],
+                            "meaning": "leave-one-out relative error of the prediction over the published runs "
+                                       "of llmmath/data/measured_runs.json"},
+        "bound": {k: bound[k] for k in keys + ("link_bound",)},
+        "prediction": {**{k: pred[k] for k in keys}, "exposed": pred["exposed"], "efficiency": pred["efficiency"]},
+        "model_estimate": {k: pred[k] for k in keys},
         "tokens_per_second": step_tokens / step,
         "days": seconds / SECONDS_PER_DAY,
         "gpu_hours": gpu_hours,
@@ -100,23 +121,25 @@ def _time_and_cost(cfg: TransformerConfig, layout: Layout, seq: int, tokens: flo
 
 def training_run(
     cfg: TransformerConfig, tokens: float, gpu: str, layout: Layout, seq: int, *,
-    mfu: float | None = None, efficiency: float = 1.0, price_per_gpu_hour: float | None = None,
+    mfu: float | None = None, efficiency: float | None = None, price_per_gpu_hour: float | None = None,
     precision: str = "bf16_tensor", state_precision: str = "mixed", optimizer: str = "adam",
-    flash_attention: bool = True, dropout: bool = True,
+    flash_attention: bool = True, dropout: bool = True, reserve: float = MEMORY_RESERVE,
+    attention_kernel: str | None = None,
 ) -> dict[str, Any]:
     """The plan of training ``cfg`` on ``tokens`` tokens with ``layout`` on ``layout.n_gpus``
     accelerators ``gpu``, sequences of ``seq`` tokens: the memory breakdown of the most loaded GPU
-    (:func:`llmmath.memory_per_gpu`) against the accelerator's memory (``fits`` and ``margin``
-    bytes, negative when it does not fit), the FLOPs and communication bytes of one step, and time:
-    with ``mfu`` given, ``step = training_flops / (n peak mfu)``; otherwise the step-time model
-    (:func:`llmmath.step_time`) with kernels at ``efficiency`` of peak (1: a lower bound on time).
+    (:func:`llmmath.memory_per_gpu`) against the memory less a ``reserve`` share
+    (:data:`MEMORY_RESERVE`: ``fits``, and ``margin`` bytes, negative when it does not fit), the
+    FLOPs and communication bytes of one step, and time in both modes of
+    :func:`llmmath.step_time`: ``bound_step_seconds`` and ``bound_mfu`` (a lower bound on the
+    step, an upper bound on the MFU), ``predicted_step_seconds`` and ``predicted_mfu`` (the
+    calibrated prediction, kernels at ``efficiency`` of peak when given) with
+    ``predicted_error`` (the leave-one-out error over the published runs). ``step_seconds`` is the
+    prediction, or with ``mfu`` given ``model_flops / (n peak mfu)``. Every MFU counts
+    :data:`llmmath.MFU_CONVENTION` (:func:`llmmath.model_flops`: causal pairs, no recomputation).
     Days ``= ceil(tokens / tokens per step) step / 86400``, GPU-hours, and the cost at
     ``price_per_gpu_hour``. ``dropout=False`` leaves the dropout masks out of the activations
-    (Llama, DeepSeek and most models since train without dropout). Every MFU of the plan (``mfu``,
-    ``model_estimate["mfu"]``) counts the model's FLOPs as :func:`llmmath.mfu` does,
-    ``training_flops`` (every query-key pair, no recomputation), so ``mfu=plan["mfu"]`` reproduces
-    the step-time model's step (the MFU of :func:`llmmath.step_time` counts only the causal pairs
-    of a fused kernel).
+    (Llama, DeepSeek and most models since train without dropout).
     Derived in chapter :doc:`/chapters/capstone`.
     """
     cfg = _check_cfg(cfg)
@@ -128,19 +151,25 @@ def training_run(
     check_layout(cfg, layout, s)
     if mfu is not None:
         mfu = check_fraction("mfu", mfu)
-    efficiency = check_fraction("efficiency", efficiency)
+    if efficiency is not None:
+        efficiency = check_fraction("efficiency", efficiency)
     if price_per_gpu_hour is not None:
         price_per_gpu_hour = check_positive("price_per_gpu_hour", price_per_gpu_hour, allow_zero=True)
     check_bool("flash_attention", flash_attention)
     check_bool("dropout", dropout)
+    reserve = check_positive("reserve", reserve, allow_zero=True)
+    if reserve >= 1:
+        raise ValueError(f"reserve is a share of the GPU's memory in [0, 1), got {reserve}")
     gpu_peak_flops(spec, precision)  # validates the precision for this accelerator
     memory = memory_per_gpu(cfg, layout, s, precision=state_precision, optimizer=optimizer,
                             flash_attention=flash_attention, dropout=dropout)
     comm = communication_bytes(cfg, layout, s, precision=state_precision)
+    usable = round(spec.memory_bytes * (1 - reserve))
     return {
         "model": {"name": cfg.name, "params": param_count(cfg), "active_params": active_param_count(cfg)},
         "cluster": {"gpu": spec.name, "n_gpus": layout.n_gpus, "peak_flops": gpu_peak_flops(spec, precision),
-                    "precision": precision, "memory_bytes": spec.memory_bytes},
+                    "precision": precision, "memory_bytes": spec.memory_bytes,
+                    "reserve_bytes": spec.memory_bytes - usable, "usable_memory_bytes": usable},
         "layout": {**{k: getattr(layout, k) for k in ("tp", "pp", "dp", "cp", "ep", "zero_stage",
                                                         "sequence_parallel", "recompute", "microbatch_size",
                                                         "microbatches", "schedule", "virtual_stages")},
@@ -148,12 +177,12 @@ def training_run(
         "seq": s,
         "tokens": tokens,
         "memory": memory,
-        "fits": memory["total"] <= spec.memory_bytes,
-        "margin_bytes": spec.memory_bytes - memory["total"],
+        "fits": memory["total"] <= usable,
+        "margin_bytes": usable - memory["total"],
         "communication_bytes_per_step": comm,
         **_time_and_cost(cfg, layout, s, tokens, spec, mfu=mfu, efficiency=efficiency, precision=precision,
                          state_precision=state_precision, flash_attention=flash_attention,
-                         price_per_gpu_hour=price_per_gpu_hour),
+                         price_per_gpu_hour=price_per_gpu_hour, attention_kernel=attention_kernel),
     }
 
 
@@ -162,7 +191,8 @@ def layout_for(cfg: TransformerConfig, n_gpus: int, seq: int, global_batch_token
     """The :class:`~llmmath.Layout` of ``cfg`` on ``n_gpus`` GPUs with the given degrees (``tp``,
     ``pp``, ``cp``, ``ep``, ``zero_stage``, ``recompute``, ``microbatch_size``, ...):
     ``dp = n / (tp pp cp)``, ``microbatches = round(global_batch_tokens / (seq dp b))`` (at least
-    1), sequence parallelism with tensor parallelism, and, when ``pp`` (times the virtual stages)
+    1), sequence parallelism with tensor parallelism, the interleaved schedule when ``virtual_stages > 1``
+    (two chunks per GPU for the V schedules ``zbv`` and ``dualpipev``), and, when ``pp`` (times the virtual stages)
     does not divide the layers, the layers split as evenly as possible, the first stages holding
     one more (Llama 3 405B's 126 layers on 16 stages). Derived in chapter :doc:`/chapters/capstone`.
     """
@@ -178,6 +208,10 @@ def layout_for(cfg: TransformerConfig, n_gpus: int, seq: int, global_batch_token
         raise ValueError(f"tp * pp * cp = {inner} must divide n_gpus = {n}")
     m = _global_batch(n // inner, b, s, gbt)
     degrees = {"sequence_parallel": degrees.get("tp", 1) > 1, **degrees, "microbatches": m}
+    if degrees.get("virtual_stages", 1) > 1 and "schedule" not in degrees:
+        degrees["schedule"] = "interleaved"
+    if degrees.get("schedule") in V_SCHEDULES and "virtual_stages" not in degrees:
+        degrees["virtual_stages"] = 2
     if "stage_layers" not in degrees:
         stages = check_int("pp", degrees.get("pp", 1)) * check_int("virtual_stages", degrees.get("virtual_stages", 1))
         degrees["stage_layers"] = balanced_stage_layers(cfg.n_layers, stages)
@@ -186,17 +220,19 @@ def layout_for(cfg: TransformerConfig, n_gpus: int, seq: int, global_batch_token
 
 def search_training_runs(
     cfg: TransformerConfig, tokens: float, gpu: str, n_gpus: int, seq: int, global_batch_tokens: float, *,
-    top: int = 5, mfu: float | None = None, efficiency: float = 1.0, price_per_gpu_hour: float | None = None,
+    top: int = 5, mfu: float | None = None, efficiency: float | None = None, price_per_gpu_hour: float | None = None,
     precision: str = "bf16_tensor", recompute: tuple[str, ...] = RECOMPUTE_MODES,
     virtual_stages: tuple[int, ...] = (1, 2, 4), flash_attention: bool = True, dropout: bool = True,
+    reserve: float = MEMORY_RESERVE,
 ) -> dict[str, Any]:
     """Search the layouts of ``n_gpus`` accelerators (:func:`llmmath.search_layouts`, ZeRO-1, tensor
     parallelism within the scale-up domain, pipeline degrees dividing the layers or powers of two,
     expert degrees powers of two, 1F1B or interleaved with ``virtual_stages`` when ``pp > 1``; with
     ``flash_attention`` no selective recomputation, which then saves nothing) for
-    ``global_batch_tokens`` per step, and plan the ``top`` fastest that fit (:func:`training_run`).
-    When none fits, ``best`` is empty and ``closest`` plans the layout of least memory, whose
-    negative ``margin_bytes`` says by how much it misses. ``dropout`` as in :func:`training_run`.
+    ``global_batch_tokens`` per step, and plan the ``top`` fastest by the predicted step among those
+    that fit in the memory less the ``reserve`` share (:func:`training_run`). When none fits,
+    ``best`` is empty and ``closest`` plans the layout of least memory, whose negative
+    ``margin_bytes`` says by how much it misses. ``dropout`` as in :func:`training_run`.
     Derived in chapter :doc:`/chapters/capstone`.
     """
     cfg = _check_cfg(cfg)
@@ -204,16 +240,20 @@ def search_training_runs(
     gbt = _check_count("global_batch_tokens", global_batch_tokens)
     top = check_int("top", top)
     spec = accelerator(gpu)
+    reserve = check_positive("reserve", reserve, allow_zero=True)
+    if reserve >= 1:
+        raise ValueError(f"reserve is a share of the GPU's memory in [0, 1), got {reserve}")
     batch = max(1, round(gbt / s))
     eps = tuple(2**i for i in range(12) if cfg.is_moe and cfg.n_experts % 2**i == 0 and 2**i <= n) or (1,)
     if flash_attention:  # a fused kernel keeps no s x s tensor: selective recomputation saves nothing
         recompute = tuple(r for r in recompute if r != "selective") or recompute
     check_bool("dropout", dropout)
+    extra = {} if efficiency is None else {"efficiency": check_fraction("efficiency", efficiency)}
     plans = search_layouts(cfg, n, spec, s, batch, ep=eps, recompute=recompute, flash_attention=flash_attention,
                            virtual_stages=virtual_stages, precision="mixed", peak_precision=precision,
-                           efficiency=efficiency, dropout=dropout)
+                           dropout=dropout, usable_memory=1 - reserve, **extra)
     kw = dict(mfu=mfu, efficiency=efficiency, price_per_gpu_hour=price_per_gpu_hour, precision=precision,
-              flash_attention=flash_attention, dropout=dropout)
+              flash_attention=flash_attention, dropout=dropout, reserve=reserve)
     fitting = [p for p in plans if p.fits][:top]
     best = [training_run(cfg, tokens, spec, p.layout, s, **kw) for p in fitting]
     closest = None
@@ -221,7 +261,7 @@ def search_training_runs(
         least = min(plans, key=lambda p: p.memory)
         closest = training_run(cfg, tokens, spec, least.layout, s, **kw)
     return {"candidates": len(plans), "fitting": sum(p.fits for p in plans), "global_batch": batch,
-            "best": best, "closest": closest}
+            "reserve": reserve, "best": best, "closest": closest}
 
 
 def serving_run(
