@@ -1249,12 +1249,13 @@ EXERCISES.update({ex.label: ex for ex in _PARALLELISM})
 # --- capstone: planning published runs end to end ---------------------------------------------
 
 def _capstone(name: str) -> float:
-    from .flops import megatron_training_flops, mfu, training_flops, training_flops_per_token
+    from .flops import megatron_training_flops, mfu, training_flops_per_token
     from .hardware import gpu_peak_flops
     from .parallel import tp_comm_compute_ratio
     from .params import active_param_count, param_count
     from .planning import layout_for, serving_run, training_run
     from .presets import preset
+    from .steptime import model_flops
 
     if name.startswith("l13_"):  # Llama 2 13B: 2T tokens in 368,640 A100 GPU-hours (Table 2)
         cfg, per_gpu = preset("llama2-13b"), 2e12 / (368_640 * 3600)
@@ -1264,7 +1265,8 @@ def _capstone(name: str) -> float:
     if name.startswith("g3_"):  # GPT-3 on 1024 H100s at the MFU of Narayanan et al.'s 140 TFLOP/s
         g3, s, b = preset("gpt3-175b"), 2048, 1536
         lay = layout_for(g3, 1024, s, b * s, tp=8, pp=16, recompute="full", zero_stage=1)
-        u = training_flops(g3, b, s) / megatron_training_flops(g3, b, s) * 140e12 / gpu_peak_flops("A100")
+        # the MFU of 140 TFLOP/s under training_run's count (model_flops: causal pairs)
+        u = model_flops(g3, b, s) / megatron_training_flops(g3, b, s) * 140e12 / gpu_peak_flops("A100")
         run = training_run(g3, 300e9, "H100", lay, s, mfu=u, price_per_gpu_hour=2.0)
         return run["days"] if name == "g3_days" else run["cost"]
     if name.startswith("mem_pp"):  # Llama 3 70B on 64 H100s, t = 8

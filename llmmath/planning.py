@@ -106,7 +106,7 @@ def _time_and_cost(cfg: TransformerConfig, layout: Layout, seq: int, tokens: flo
         "predicted_mfu": pred["mfu"],
         "predicted_hfu": pred["hfu"],
         "predicted_error": {"median_abs": band["median_abs"], "p90_abs": band["p90_abs"],
-                            "runs": stored_calibration()["rows"],
+                            "runs": stored_calibration()["fit_rows"],
                             "meaning": "leave-one-out relative error of the prediction over the published runs "
                                        "of llmmath/data/measured_runs.json"},
         "bound": {k: bound[k] for k in keys + ("link_bound",)},

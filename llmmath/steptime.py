@@ -572,6 +572,11 @@ def _hop(ing: _Ingredients, eff: _Eff, mode: str) -> float:
     return max(up / eff.up, out / eff.out) + (lat if mode == "predicted" else 0.0)
 
 
+def _clean(x: float, scale: float) -> float:
+    """``x``, or 0 when it is rounding noise (or below 0) next to ``scale``."""
+    return 0.0 if x < 1e-12 * scale else x
+
+
 def _assemble(ing: _Ingredients, eff: _Eff, mode: str, overlap: tuple[str, ...]) -> dict[str, Any]:
     p, v, m = ing.p, ing.v, ing.m
     times = _chunk_times(ing, eff, mode)
@@ -674,9 +679,10 @@ def _assemble(ing: _Ingredients, eff: _Eff, mode: str, overlap: tuple[str, ...])
         "step": step,
         "compute": m * compute[busiest],
         "bubble": pipe - m * t_mb[busiest],
-        "exposed_communication": max(0.0, step - pipe - optimizer + m * exposed_mb[busiest]),
+        "exposed_communication": _clean(step - pipe - optimizer + m * exposed_mb[busiest], step),
         "exposed": by_kind[busiest] if mode == "predicted" else {},
         "optimizer": optimizer,
+        "dp_exposed": max(dp_exposed),
         "link_bound": link_bound,
         "tokens_per_second": ing.tokens / step,
         "model_flops": ing.model_flops,
@@ -730,6 +736,14 @@ def _efficiencies(spec: Accelerator, precision: str, attention_kernel: str, mode
                                     "scale_out": out, "calibrated": cal["calibrated"], "source": source}
 
 
+def _default_attention_kernel(spec: Accelerator) -> str:
+    """The fused kernel calibrated for the accelerator's generation (cuDNN's first), else cuDNN's."""
+    from .calibration import attention_key, stored_calibration
+
+    kernels = stored_calibration()["kernel"]
+    return next((k for k in ("cudnn", "flash2") if attention_key(spec, k) in kernels), "cudnn")
+
+
 def step_time(
     cfg: TransformerConfig, layout: Layout, seq: int, gpu: str | Accelerator, *, mode: str = "predicted",
     efficiency: float | None = None, link_efficiency: float | tuple[float, float] | None = None,
@@ -747,10 +761,13 @@ def step_time(
     ``link_efficiency`` the links', one number or ``(scale_up, scale_out)``), the overlaps in
     ``overlap`` (default :data:`PREDICTED_OVERLAP`). ``flash_attention``: a fused attention kernel
     (``predicted`` counts its recomputed scores; ``bound`` never needs them); ``attention_kernel``
-    (:data:`ATTENTION_KERNELS`; default ``cudnn`` with ``flash_attention``, else ``eager``) picks
-    the attention kernel's calibrated efficiency.
+    (:data:`ATTENTION_KERNELS`; default with ``flash_attention`` the fused kernel calibrated for the
+    accelerator's generation, ``cudnn`` first, else ``eager``) picks the attention kernel's
+    calibrated efficiency.
     Returns ``mode``, ``step`` (seconds), ``compute``, ``bubble`` and ``exposed_communication`` of the
-    slowest pipeline GPU (``exposed``: by kind, ``predicted`` only), ``optimizer``, ``link_bound``
+    slowest pipeline GPU (``exposed``: by kind, ``predicted`` only), ``dp_exposed`` (the
+    data-parallel collectives of the step that do not hide, on the GPU where most stays exposed),
+    ``optimizer``, ``link_bound``
     (``bound``: the busiest link's seconds), ``tokens_per_second``, ``model_flops``,
     ``hardware_flops``, ``mfu`` and ``hfu`` (both over ``n_gpus x peak x step``, :data:`MFU_CONVENTION`),
     ``efficiency`` (the constants used and their source). Derived in chapter
@@ -776,7 +793,7 @@ def step_time(
     if mode == "bound" and overlap != PREDICTED_OVERLAP:
         raise ValueError("mode='bound' takes every possible overlap: overlap belongs to mode='predicted'")
     if attention_kernel is None:
-        attention_kernel = "cudnn" if flash else "eager"
+        attention_kernel = _default_attention_kernel(spec) if flash else "eager"
     check_choice("attention_kernel", attention_kernel, ATTENTION_KERNELS)
     if attention_kernel == "eager" and flash:
         raise ValueError("attention_kernel='eager' is not a fused kernel: pass flash_attention=False")

@@ -8,6 +8,7 @@ measurements (llmmath/data/measured_runs.json, read at their sources) and hand d
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
@@ -108,8 +109,10 @@ def test_bound_below_every_published_run():
 def test_measured_runs_are_well_formed():
     runs = measured_runs()
     assert {c for r in runs for c in r.classes} == set(RUN_CLASSES)
+    bib = (Path(__file__).parent.parent / "references.bib").read_text(encoding="utf-8")
     for run in runs:
         assert run.source and run.where and run.measured["value"] > 0, run.id
+        assert f"{{{run.source}," in bib, run.source  # every row cites a key of the bibliography
     # the 1T row of Narayanan et al. (2021), Table 1: 3072 GPUs at 163 TFLOP/s under their Eq. (3)
     one_t = next(r for r in runs if r.id == "narayanan2021-t1-1008.0b")
     assert run_layout(one_t).n_gpus == 3072 and one_t.measured["value"] == 163
