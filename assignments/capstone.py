@@ -20,7 +20,7 @@ l13_mfu_6n = rate * 6 * llmmath.param_count(l13) / a100  # SOLUTION
 g3 = llmmath.preset("gpt3-175b")
 lay = llmmath.layout_for(g3, 1024, 2048, 1536 * 2048, tp=8, pp=16, recompute="full", zero_stage=1)
 step = llmmath.megatron_training_flops(g3, 1536, 2048) / (1024 * 140e12)
-u = llmmath.training_flops(g3, 1536, 2048) / (1024 * llmmath.gpu_peak_flops("A100") * step)
+u = llmmath.model_flops(g3, 1536, 2048) / (1024 * llmmath.gpu_peak_flops("A100") * step)  # causal pairs
 run = llmmath.training_run(g3, 300e9, "H100", lay, 2048, mfu=u, price_per_gpu_hour=2.0)
 # END SOLUTION
 g3_days = run["days"]  # SOLUTION

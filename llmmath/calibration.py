@@ -8,9 +8,17 @@ source states it (tokens per second, TFLOP/s per GPU under the source's FLOP cou
 citation (a key of the book's ``references.bib`` and the table or page). :func:`measured_runs`
 reads it; :func:`measured_step_seconds` turns each measurement into the seconds of one step.
 
-The step-time model (:func:`llmmath.steptime.step_time`) has two kinds of constants in its
-``predicted`` mode: one kernel efficiency per accelerator generation and precision, and one
-bandwidth efficiency per link class (scale-up, scale-out). :func:`fit` chooses them by least
+The step-time model (:func:`llmmath.steptime.step_time`) has three kinds of constants in its
+``predicted`` mode: one matmul efficiency per accelerator generation and precision, one
+attention-kernel efficiency per generation and kernel (:data:`llmmath.steptime.ATTENTION_KERNELS`:
+with a single kernel constant per generation the model is no better than the one-constant baseline
+below, because the eager, FlashAttention-2 and cuDNN kernels of the published runs reach very
+different shares of the peak), and one bandwidth efficiency per link class (scale-up,
+scale-out). A link efficiency is what nccl-tests calls the *bus* bandwidth over the link's nominal
+per-direction bandwidth: llmmath's collective time is the bytes each GPU sends
+(:func:`llmmath.parallel.collective_bytes`, ``2 (n-1)/n M`` for a ring all-reduce) over that
+bandwidth, which is nccl-tests' definition of bus bandwidth (its *algorithm* bandwidth is ``M``
+over the time, ``n / (2(n-1))`` of it for an all-reduce). :func:`fit` chooses them by least
 squares on ``log(predicted / measured)`` over the rows; :func:`leave_one_out` refits without each
 row in turn and predicts it, which is the error a reader should expect on a run not in the table;
 :func:`baseline_leave_one_out` does the same for the simplest alternative, ``model FLOPs / (n x
@@ -410,9 +418,10 @@ def plot_predicted_vs_measured(ax: Any = None) -> Any:
     ax.set_yscale("log")
     ax.set_xlim(lo, hi)
     ax.set_ylim(lo, hi)
+    ax.scatter([], [], s=18, facecolors="none", edgecolors="0.3", linewidths=0.8, label="bound (every row)")
     ax.set_xlabel("measured step (s)")
-    ax.set_ylabel("model step (s): filled = predicted (leave-one-out), hollow = bound")
-    ax.legend(fontsize=7, loc="upper left")
+    ax.set_ylabel("model step (s)")
+    ax.legend(fontsize=7, loc="upper left", title="filled: leave-one-out prediction", title_fontsize=7)
     return ax
 
 

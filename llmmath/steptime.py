@@ -91,6 +91,7 @@ from .parallel import (
     _check_layout_type,
     _check_schedule,
     _spec_counts,
+    _stage_layers,
     _style,
     balanced_stage_layers,
     check_layout,
@@ -484,34 +485,43 @@ def _make_ingredients(cfg: TransformerConfig, layout: Layout, s: int, spec: Acce
                                              "none", flash, False, bytes_per_value, False)
         head = _head(cfg, b, s) if k == n_chunks - 1 else 0
         chunks.append(_Chunk(chunk_gpu(k, p, style), lin, sc, va, head, layout.recompute == "full", act))
-    comms = []
+    comms, opt = [], []
     hop = (0.0, 0.0, 0.0)
-    for r in range(p):
-        mine = []
-        for c in step_collectives(cfg, layout, s, stage=r, precision=state_precision, bytes_per_value=bytes_per_value,
-                                  sp_saves_gathered=sp_saves_gathered):
-            lat, up, out = collective_link_seconds(c.kind, c.group, c.message, spec, span=c.group * c.stride)
-            if c.parallelism == "pp":
-                hop = (lat, up, out)
-            if c.parallelism == "dp" and c.phase == "step":
-                window = "ag" if c.kind == "all_gather" else "red"
-                mine.append(_Comm("dp", window, c.phase, c.count, lat, up, out))
-            else:
-                mine.append(_Comm(c.parallelism, "mb", c.phase, c.count / m, lat, up, out))
-        comms.append(tuple(mine))
-    # optimizer step: read + write master weights and optimizer states, read gradients, write parameters
-    opt = []
     params = stage_param_counts(cfg, layout)
     n_dense, n_expert = layout.dp * layout.cp, layout.dp * layout.cp // layout.ep
+    stage_layers = _stage_layers(cfg.n_layers, p, v, layout.stage_layers, style)
+    last = chunk_gpu(n_chunks - 1, p, style)
+    memo: dict[tuple, tuple[tuple[_Comm, ...], int, tuple[float, float, float] | None]] = {}
     for r in range(p):
-        traffic = 0
-        for count, group in ((params[r]["dense"], n_dense), (params[r]["expert"], n_expert)):
-            if count:
-                st = training_state_bytes(count, state_precision, optimizer, zero_stage=layout.zero_stage,
-                                          n_gpus=group)
-                grads = st["master_gradients"] or st["gradients"]
-                traffic += 2 * (st["master_weights"] + st["optimizer_states"]) + grads + st["parameters"]
+        # GPUs with the same layers and the same place in the pipeline send the same
+        key = (tuple(sorted(_spec_counts(cfg, stage_layers[r]).items(), key=repr)), r == 0, r == p - 1, r == last)
+        if key not in memo:
+            mine, own_hop = [], None
+            for c in step_collectives(cfg, layout, s, stage=r, precision=state_precision,
+                                      bytes_per_value=bytes_per_value, sp_saves_gathered=sp_saves_gathered):
+                lat, up, out = collective_link_seconds(c.kind, c.group, c.message, spec, span=c.group * c.stride)
+                if c.parallelism == "pp":
+                    own_hop = (lat, up, out)
+                if c.parallelism == "dp" and c.phase == "step":
+                    window = "ag" if c.kind == "all_gather" else "red"
+                    mine.append(_Comm("dp", window, c.phase, c.count, lat, up, out))
+                else:
+                    mine.append(_Comm(c.parallelism, "mb", c.phase, c.count / m, lat, up, out))
+            # optimizer step: read + write master weights and optimizer states, read gradients,
+            # write parameters
+            traffic = 0
+            for count, group in ((params[r]["dense"], n_dense), (params[r]["expert"], n_expert)):
+                if count:
+                    st = training_state_bytes(count, state_precision, optimizer, zero_stage=layout.zero_stage,
+                                              n_gpus=group)
+                    grads = st["master_gradients"] or st["gradients"]
+                    traffic += 2 * (st["master_weights"] + st["optimizer_states"]) + grads + st["parameters"]
+            memo[key] = (tuple(mine), traffic, own_hop)
+        mine, traffic, own_hop = memo[key]
+        comms.append(mine)
         opt.append(traffic)
+        if own_hop is not None:
+            hop = own_hop
     peaks = (gpu_peak_flops(spec, precision), gpu_peak_flops(spec, _attn_precision(precision)),
              gpu_peak_flops(spec, _attn_precision(precision)))
     return _Ingredients(
