@@ -203,7 +203,7 @@ def collective_link_seconds(
     the ``steps * alpha`` of the link that sets the pace and the seconds each link is busy moving
     its share of the bytes (one of them 0 unless the group straddles scale-up domains). The
     collective takes ``latency + max(scale_up, scale_out)``; a link cannot carry two collectives'
-    bytes at once, which is what bounds a step from below (:mod:`llmmath.steptime`).
+    bytes at once, which is what bounds a step from below (:func:`llmmath.steptime.step_time`).
     Derived in chapter :doc:`/chapters/parallelism`.
     """
     spec = accelerator(gpu)
