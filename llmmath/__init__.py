@@ -4,9 +4,9 @@ Every formula of the book lives here exactly once; each chapter notebook explain
 One module per chapter topic; the chapter that derives a function is named in its docstring.
 Every public name of every module is also available at the top level (``llmmath.param_count``).
 
-==================  ===========================================================
+==================  ===============================================================================
 module              chapter
-==================  ===========================================================
+==================  ===============================================================================
 ``config``          models: :class:`TransformerConfig`, :func:`from_hf_config`
 ``presets``         published configurations (:func:`preset`)
 ``matmul``          the cost of a matrix multiply
@@ -23,8 +23,8 @@ module              chapter
 ``parallel``        splitting a training step across GPUs: collectives, layouts, memory, time
 ``planning``        planning a training run and its serving end to end (``plan``, ``serve``)
 ``errata``          the seeds' claims, rechecked
-``check``           checking a reader's answers to the exercises
-==================  ===========================================================
+``check``           checking a reader's answers to the exercises (each chapter's in ``exercises/<slug>.py``)
+==================  ===============================================================================
 
 ``llmmath.check`` is the function :func:`check`; the module is ``llmmath.check`` in
 ``sys.modules`` (``from llmmath.check import describe`` works as usual).
