@@ -201,6 +201,18 @@ def exercise_ids(chapter: str | None = None) -> list[str]:
     return [label for label, ex in EXERCISES.items() if chapter is None or ex.chapter == chapter]
 
 
+def how_to_check(exercise_id: str) -> str:
+    """The line the book, the student notebooks and the browser edition show under a checkable
+    exercise (Markdown, code in backticks): the call of :func:`check` and, for several parts, their
+    names. Raises ``ValueError`` for an exercise that is not checkable."""
+    ex = _exercise(exercise_id)
+    line = f'Check your answer: `llmmath.check("{ex.label}", answer)`'
+    if len(ex.parts) > 1:
+        names = ", ".join(f"`{p.name}`" for p in ex.parts)
+        line += f" with `answer` a dict of the parts {names} (`llmmath.describe(\"{ex.label}\")` says what each is)"
+    return line + "."
+
+
 def _exercise(exercise_id: str) -> Exercise:
     if not isinstance(exercise_id, str):
         raise TypeError(f"exercise_id must be an exercise label (str), got {exercise_id!r}")

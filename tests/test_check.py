@@ -13,7 +13,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from llmmath.check import EXERCISES, check, describe, exercise_ids
+from llmmath.check import EXERCISES, check, describe, exercise_ids, how_to_check
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -154,6 +154,15 @@ def test_bad_arguments():
         check("matmul-cost-ex-dp", 30250)
     with pytest.raises(TypeError, match="chapter"):
         exercise_ids(3)
+
+
+def test_how_to_check_names_the_call_and_the_parts():
+    assert how_to_check("matmul-cost-ex-mlp") == 'Check your answer: `llmmath.check("matmul-cost-ex-mlp", answer)`.'
+    line = how_to_check("matmul-cost-ex-chain")
+    assert line.startswith('Check your answer: `llmmath.check("matmul-cost-ex-chain", answer)` with `answer` a dict')
+    assert "`lora_right`, `lora_left`, `lora_ratio`" in line
+    with pytest.raises(ValueError, match="exercise_id"):
+        how_to_check("matmul-cost-ex-none")
 
 
 def test_describe_names_every_part_and_tolerance():
