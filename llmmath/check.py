@@ -209,8 +209,8 @@ def how_to_check(exercise_id: str) -> str:
     line = f'Check your answer: `llmmath.check("{ex.label}", answer)`'
     if len(ex.parts) > 1:
         names = ", ".join(f"`{p.name}`" for p in ex.parts)
-        line += f" with `answer` a dict of the parts {names} (`llmmath.describe(\"{ex.label}\")` says what each is)"
-    return line + "."
+        return line + f' with `answer` a dict of the parts {names}; `llmmath.describe("{ex.label}")` says what each is.'
+    return line + f'; `llmmath.describe("{ex.label}")` says what to compute.'
 
 
 def _exercise(exercise_id: str) -> Exercise:

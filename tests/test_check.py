@@ -157,10 +157,11 @@ def test_bad_arguments():
 
 
 def test_how_to_check_names_the_call_and_the_parts():
-    assert how_to_check("matmul-cost-ex-mlp") == 'Check your answer: `llmmath.check("matmul-cost-ex-mlp", answer)`.'
-    line = how_to_check("matmul-cost-ex-chain")
-    assert line.startswith('Check your answer: `llmmath.check("matmul-cost-ex-chain", answer)` with `answer` a dict')
-    assert "`lora_right`, `lora_left`, `lora_ratio`" in line
+    assert how_to_check("matmul-cost-ex-mlp") == ('Check your answer: `llmmath.check("matmul-cost-ex-mlp", answer)`; '
+                                                  '`llmmath.describe("matmul-cost-ex-mlp")` says what to compute.')
+    assert how_to_check("matmul-cost-ex-chain") == (
+        'Check your answer: `llmmath.check("matmul-cost-ex-chain", answer)` with `answer` a dict of the parts '
+        '`lora_right`, `lora_left`, `lora_ratio`; `llmmath.describe("matmul-cost-ex-chain")` says what each is.')
     with pytest.raises(ValueError, match="exercise_id"):
         how_to_check("matmul-cost-ex-none")
 
