@@ -10,6 +10,8 @@ the chapter typing it. The student and browser notebooks get the same line from
 
 from __future__ import annotations
 
+import sys
+
 from docutils import nodes
 from sphinx.application import Sphinx
 
@@ -34,6 +36,10 @@ def _add_check_lines(app: Sphinx, doctree: nodes.document) -> None:
             continue
         body = next((c for c in node.children if isinstance(c, nodes.section)), node)
         body += _paragraph(how_to_check(label))
+        # an incremental build reads the page again when its exercises or the wording change
+        module = sys.modules[f"llmmath.exercises.{EXERCISES[label].chapter.replace('-', '_')}"]
+        for path in (module.__file__, sys.modules["llmmath.check"].__file__):
+            app.env.note_dependency(path)
 
 
 def setup(app: Sphinx) -> dict[str, object]:
