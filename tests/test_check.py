@@ -175,8 +175,10 @@ def test_describe_names_every_part_and_tolerance():
 
 
 def _chapter_text(slug: str) -> str:
-    nb = nbformat.read(ROOT / "chapters" / f"{slug}.ipynb", as_version=4)
-    return "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    """The markdown of a chapter and of its reference sub-page, if it has one."""
+    paths = [ROOT / "chapters" / f"{name}.ipynb" for name in (slug, f"{slug}-reference")]
+    cells = [c for path in paths if path.exists() for c in nbformat.read(path, as_version=4).cells]
+    return "\n".join(c.source for c in cells if c.cell_type == "markdown")
 
 
 @pytest.mark.parametrize("label", sorted(EXERCISES))
