@@ -126,21 +126,47 @@ def test_zero_data_parallel_bytes_with_three_microbatches(stage):
     assert sent["total"] == ZERO_BYTES[stage] and set(PARALLELISMS) < set(sent)
 
 
-# ---- softmax: the eager attention's elementwise operations per score ------------------------------
+def test_zero1_moves_fp32_gradients_and_bf16_parameters():
+    """Megatron-LM's bf16 weights with fp32 main gradients (precision "mixed-fp32-main-grads"):
+    ZeRO-1 reduce-scatters 4-byte gradients, 3/4 x 4 x 1968 = 5904 B, and all-gathers the 2-byte
+    updated parameters, 3/4 x 2 x 1968 = 2952 B: 8856 B per step."""
+    sent = communication_bytes(_toy_gpt(), Layout(dp=4, zero_stage=1), 8, precision="mixed-fp32-main-grads")
+    assert sent["dp"] == 5904 + 2952
 
 
-def _ops_per_score(causal: bool) -> list[str]:
-    """The aten operations transformers' eager attention (the Llama family's
-    ``eager_attention_forward``) runs on the b x a x s x s score tensor, traced with make_fx and
-    aten._softmax decomposed into its primitives: every operation that reads or writes a tensor
-    of the scores' shape except the matrix products and the views."""
+# ---- elementwise operations of the reference implementations (aten traces) -------------------------
+
+
+def _ops_on(fn, args, shape, decompose=()):
+    """The aten operations ``fn(*args)`` runs that read or write a tensor of ``shape``, traced with
+    make_fx (the aten operations in ``decompose`` split into their primitives), leaving out the
+    matrix products and the operations that only move or view data (no arithmetic)."""
     torch = pytest.importorskip("torch")
-    pytest.importorskip("transformers")
     from torch._decomp import decomposition_table
     from torch.fx.experimental.proxy_tensor import make_fx
-    from transformers.models.llama.modeling_llama import eager_attention_forward
 
     aten = torch.ops.aten
+    graph = make_fx(fn, decomposition_table={op: decomposition_table[op] for op in decompose})(*args).graph
+    free = {aten.bmm.default, aten.mm.default, aten.view.default, aten._unsafe_view.default, aten.expand.default,
+            aten.clone.default, aten.transpose.int, aten.slice.Tensor, aten.cat.default, aten.unsqueeze.default}
+    ops = []
+    for node in graph.nodes:
+        if node.op != "call_function" or node.target in free:
+            continue
+        shapes = [tuple(x.meta["val"].shape) for x in node.args
+                  if hasattr(x, "meta") and hasattr(x.meta.get("val"), "shape")]
+        if shape in shapes or shape == tuple(getattr(node.meta.get("val"), "shape", ())):
+            ops.append(node.target.__name__.split(".")[0])
+    return ops
+
+
+def _attention_ops_per_score(causal: bool) -> list[str]:
+    """The operations transformers' eager attention (the Llama family's ``eager_attention_forward``)
+    runs on the b x a x s x s scores, aten._softmax split into its primitives."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from transformers.models.llama.modeling_llama import eager_attention_forward
+
     b, a, s, d = 1, 3, 5, 4
 
     class Module(torch.nn.Module):
@@ -152,19 +178,8 @@ def _ops_per_score(causal: bool) -> list[str]:
     def attention(q, k, v):
         return eager_attention_forward(module, q, k, v, mask, scaling=d**-0.5)[0]
 
-    q, k, v = (torch.randn(b, a, s, d) for _ in range(3))
-    graph = make_fx(attention, decomposition_table={aten._softmax.default: decomposition_table[aten._softmax.default]})(
-        q, k, v).graph
-    free = {aten.bmm.default, aten.mm.default, aten.view.default, aten._unsafe_view.default, aten.expand.default,
-            aten.clone.default, aten.transpose.int}
-    ops = []
-    for node in graph.nodes:
-        if node.op != "call_function" or node.target in free:
-            continue
-        shapes = [tuple(x.meta["val"].shape) for x in node.args if hasattr(x, "meta") and "val" in x.meta]
-        if (b, a, s, s) in shapes:
-            ops.append(node.target.__name__.split(".")[0])
-    return ops
+    qkv = [torch.randn(b, a, s, d) for _ in range(3)]
+    return _ops_on(attention, qkv, (b, a, s, s), decompose=[torch.ops.aten._softmax.default])
 
 
 @pytest.mark.parametrize("causal", [True, False], ids=["causal", "bidirectional"])
@@ -172,7 +187,7 @@ def test_softmax_operations_per_score_are_the_eager_attentions(causal):
     """The eager attention scales the scores (mul), adds the causal mask (add; none without a
     mask), and its softmax is max, subtract, exp, sum, divide: 7 operations per score, 6 without a
     mask. nonmatmul_flops counts the same per score (its reductions as one operation per element)."""
-    ops = _ops_per_score(causal)
+    ops = _attention_ops_per_score(causal)
     expected = ["mul", "add", "amax", "sub", "exp", "sum", "div"] if causal else \
         ["mul", "amax", "sub", "exp", "sum", "div"]
     assert ops == expected
@@ -182,6 +197,48 @@ def test_softmax_operations_per_score_are_the_eager_attentions(causal):
     b, s = 2, 6
     scores = cfg.n_layers * b * cfg.n_heads * s * s
     assert nonmatmul_flops(cfg, b, s)["softmax"] == len(ops) * scores
+
+
+def test_rmsnorm_rotary_and_loss_operations_are_the_references():
+    """Per element, as transformers' Llama runs them: LlamaRMSNorm squares, averages, multiplies by
+    the reciprocal root and by the gain (4; the root and the epsilon act on one value per row);
+    apply_rotary_pos_emb computes q cos + rotate_half(q) sin (2 multiplies and 1 add per element;
+    rotate_half's negation of half the elements is not counted); cross-entropy's log-softmax takes
+    the max, subtracts it, exponentiates, sums and subtracts the log-sum-exp (5 per logit; the loss
+    then picks one logit per token). nonmatmul_flops counts 4, 3 and 5."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from transformers.models.llama.modeling_llama import LlamaRMSNorm, apply_rotary_pos_emb
+
+    T, h, V, d = 6, 8, 10, 4
+    norm = LlamaRMSNorm(h)
+    assert _ops_on(norm, [torch.randn(T, h)], (T, h)) == ["pow", "mean", "mul", "mul"]
+    cos, sin = torch.randn(1, T, d), torch.randn(1, T, d)
+    q, k = torch.randn(1, 4, T, d), torch.randn(1, 2, T, d)  # 4 query heads, 2 key heads
+    rotary = _ops_on(lambda q, k: apply_rotary_pos_emb(q, k, cos, sin), [q, k], (1, 4, T, d))
+    assert rotary == ["mul", "mul", "add"]
+    target = torch.randint(0, V, (T,))
+    loss = _ops_on(lambda z: torch.nn.functional.cross_entropy(z, target), [torch.randn(T, V)], (T, V),
+                   decompose=[torch.ops.aten._log_softmax.default])
+    assert loss == ["amax", "sub", "exp", "sum", "sub", "nll_loss_forward"]  # the last reads 1 logit per token
+
+    cfg = from_hf_config(dict(TOY_MOE, model_type="llama", intermediate_size=24, num_key_value_heads=2))
+    b, s = 2, 6
+    tokens, q_dim, kv_dim = b * s, 16, 8  # 4 query heads and 2 KV heads of 4
+    got = nonmatmul_flops(cfg, b, s)
+    n_norms = 2 * cfg.n_layers + 1  # two per layer and the final one
+    assert got["norms"] == n_norms * tokens * cfg.hidden_size * 4
+    assert got["rotary"] == cfg.n_layers * tokens * (q_dim + kv_dim) * len(rotary)
+    assert got["loss"] == tokens * cfg.vocab_size * (len(loss) - 1)
+
+
+def test_layernorm_operations_by_the_stated_convention():
+    """LayerNorm by the convention nonmatmul_flops states, one operation per element for each of mean,
+    center, square, sum, normalise, gain and bias: 7. (No trace settles it: torch's native_layer_norm
+    computes the variance in one fused primitive, prims.var, and centers again for the output.)
+    The toy GPT, b = 1, s = 8: 2 norms per layer x 2 layers + the final one = 5 norms of 8 x 8
+    elements: 5 x 64 x 7 = 2240."""
+    assert nonmatmul_flops(_toy_gpt(), 1, 8)["norms"] == 2240
 
 
 # ---- other building blocks whose tests compose llmmath functions: one hand count each ---------------
@@ -238,9 +295,15 @@ def test_llama3_8b_serving_by_hand():
     cfg = preset("llama-3-8b")
     assert param_count(cfg) == 8_030_261_248
     assert decode_bytes(cfg, 1, 1024) == 15_144_075_264
+    # batch 8: 8 embedding rows read, 128,248 not: 2 x (8,030,261,248 - 128,248 x 4096) = 15,009,914,880 B,
+    # plus 8 caches of 1024 tokens, 8 x 134,217,728 = 1,073,741,824 B
+    assert decode_bytes(cfg, 8, 1024) == 15_009_914_880 + 1_073_741_824
     assert decode_step_seconds(cfg, 1, 1024, "H100") == pytest.approx(15_144_075_264 / 3.35e12, rel=1e-12)
     assert serving_memory_bytes(cfg, 8, 8192) == 24_650_457_088
     assert max_decode_batch(cfg, 8192, "H100", reserve_bytes=0) == 59
+    # with 80e9 - 16,060,522,496 - 59 x 1,073,741,824 = 588,709,888 B reserved, exactly 59 caches fit
+    assert max_decode_batch(cfg, 8192, "H100", reserve_bytes=588_709_888) == 59
+    assert max_decode_batch(cfg, 8192, "H100", reserve_bytes=588_709_889) == 58
     f1, c1, w = 15_010_365_440, 139_264, 15_009_849_344
     assert decode_flops(cfg, 1, 1) == f1 and decode_bytes(cfg, 1, 1) == w + c1
     peak, bandwidth = 989.4e12, 3.35e12
