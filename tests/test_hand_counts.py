@@ -308,3 +308,21 @@ def test_llama3_8b_serving_by_hand():
     assert decode_flops(cfg, 1, 1) == f1 and decode_bytes(cfg, 1, 1) == w + c1
     peak, bandwidth = 989.4e12, 3.35e12
     assert critical_batch(cfg, 1, "H100") == math.ceil(w * peak / (f1 * bandwidth - c1 * peak)) == 297
+
+
+def test_tp_comm_compute_ratio_for_gpt3_on_a100_by_hand():
+    """GPT-3 175B (h = 12288) with t = 8 on A100s: 4 all-reduces of b s h 2-byte values per layer,
+    8 b s h x 2 x 7/8 bytes at NVLink's 300 GB/s each way, against 3 x 24 b s h^2 / 8 FLOPs at 312
+    TFLOP/s: (7 x 2 x 312e12) / (9 x 12288 x 300e9) = 0.1317 (the tokens cancel)."""
+    from llmmath.parallel import tp_comm_compute_ratio
+
+    assert tp_comm_compute_ratio(12288, 8, "A100") == pytest.approx(7 * 2 * 312e12 / (9 * 12288 * 300e9), rel=1e-12)
+
+
+def test_balanced_stage_layers_by_hand():
+    """Llama 3 405B's 126 layers on 16 stages: 126 = 16 x 7 + 14, so the first 14 stages hold 8 and
+    the last 2 hold 7; an even split is left to Layout (the empty tuple)."""
+    from llmmath.parallel import balanced_stage_layers
+
+    assert balanced_stage_layers(126, 16) == (8,) * 14 + (7,) * 2
+    assert balanced_stage_layers(32, 4) == ()
