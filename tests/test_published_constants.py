@@ -9,9 +9,10 @@ Where the figures were read (the sources themselves or verbatim transcriptions o
 in their arXiv text (Kaplan et al. 2001.08361; Hoffmann et al. 2203.15556; Brown et al. 2005.14165;
 Touvron et al. 2302.13971), Besiroglu et al.'s values in their paper (2404.10102 v2, Table 1) and in
 the notebook of their repository (epoch-research/analyzing-chinchilla, data_analysis.ipynb),
-Muennighoff et al.'s fit in the README of huggingface/datablations, AMD's MI300X table in the ROCm
-documentation source (docs/conceptual/gpu-arch/mi300.md), Google's TPU v5e/v5p pages, NVIDIA's
-data sheets and whitepapers (A100 data sheet, H100 whitepaper Table 3, Blackwell data sheet).
+Muennighoff et al.'s fit in the README of huggingface/datablations, Sardana et al.'s coefficients in
+the README of their code, AMD's MI300X table in the ROCm documentation source
+(docs/conceptual/gpu-arch/mi300.md), Google's TPU v5e/v5p pages, NVIDIA's data sheets and
+whitepapers (A100 data sheet, H100 whitepaper Table 3, Blackwell data sheet).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from llmmath.scaling import (
     HOFFMANN_FIT_GRID,
     KAPLAN_2020,
     MUENNIGHOFF_2023,
+    SARDANA_2024,
     TRAINING_RUNS,
 )
 
@@ -109,6 +111,13 @@ def test_muennighoff_2023_appendix_a():
         pytest.approx(6.255414, abs=1e-12), pytest.approx(7.3049974, abs=1e-12), pytest.approx(0.6254804, abs=1e-12))
     # printed rounded in the paper as A = 521, B = 1488, E = 1.87
     assert (round(c.A), round(c.B), round(c.E, 2)) == (521, 1488, 1.87)
+
+
+def test_sardana_2024_coefficients():
+    """Sardana et al. (2024), the README of their repository ("Beyond Chinchilla-Optimal"): "By
+    default, all scripts in this repo assume the original coefficients from the Chinchilla paper:
+    alpha=0.336, beta=0.283, A=406.4, B=410.7, E=1.69"."""
+    assert _law(SARDANA_2024) == (1.69, 406.4, 410.7, 0.336, 0.283)
 
 
 # ---- training runs and model tables ------------------------------------------------------------------
