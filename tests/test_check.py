@@ -349,7 +349,12 @@ def _glued_values() -> dict[str, float]:
     return values
 
 
-def test_checker_accepts_the_chapters_own_numbers():
+def test_chapter_solutions_and_checker_agree():
+    """Consistency, not correctness: the chapters' glued solutions and the checker's expected values
+    are both computed by llmmath, so this catches a notebook and its exercise drifting apart, not a
+    wrong formula. Correctness is checked against independent answers in test_correct_answers_pass,
+    test_chain_rule_function_parts, test_mla_and_moe_exercises_from_the_published_shapes and
+    test_capstone_exercises_from_published_shapes_and_sheets."""
     glued = _glued_values()
     found = [(label, part, glued[key]) for (label, part), key in GLUED.items() if key in glued]
     assert len(found) >= len(GLUED) // 2, "most glue keys of the exercises' solutions are gone"
@@ -362,6 +367,8 @@ def test_checker_accepts_the_chapters_own_numbers():
 
 @pytest.mark.parametrize("label", sorted(EXERCISES))
 def test_every_exercise_can_be_checked(label):
+    """Smoke test: every exercise's expected value still computes and an empty answer is graded
+    wrong part by part (the values themselves are checked against independent answers above)."""
     feedback = check(label, {p.name: None for p in EXERCISES[label].parts})
     assert not feedback.correct and len(feedback.parts) == len(EXERCISES[label].parts)
     for part in EXERCISES[label].parts:
