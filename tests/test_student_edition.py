@@ -18,7 +18,9 @@ import pytest
 from coursework.exercises import ROOT, chapter_notebooks, directives, exercise_pairs, exercise_text, read
 from coursework.student import build_html, student_notebook
 
-CHAPTERS = chapter_notebooks(numbered_only=True)  # the chapters proper: numbered parts of _toc.yml
+# the chapters proper: numbered parts of _toc.yml, and an unnumbered page with exercises (the primer)
+CHAPTERS = list(dict.fromkeys(chapter_notebooks(numbered_only=True) + [
+    p for p in chapter_notebooks() if exercise_pairs(read(p))]))
 MIN_EXERCISES = 6
 
 
