@@ -13,7 +13,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from llmmath.check import EXERCISES, check, describe, exercise_ids
+from llmmath.check import EXERCISES, check, describe, exercise_ids, how_to_check
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -156,6 +156,16 @@ def test_bad_arguments():
         exercise_ids(3)
 
 
+def test_how_to_check_names_the_call_and_the_parts():
+    assert how_to_check("matmul-cost-ex-mlp") == ('Check your answer: `llmmath.check("matmul-cost-ex-mlp", answer)`; '
+                                                  '`llmmath.describe("matmul-cost-ex-mlp")` says what to compute.')
+    assert how_to_check("matmul-cost-ex-chain") == (
+        'Check your answer: `llmmath.check("matmul-cost-ex-chain", answer)` with `answer` a dict of the parts '
+        '`lora_right`, `lora_left`, `lora_ratio`; `llmmath.describe("matmul-cost-ex-chain")` says what each is.')
+    with pytest.raises(ValueError, match="exercise_id"):
+        how_to_check("matmul-cost-ex-none")
+
+
 def test_describe_names_every_part_and_tolerance():
     for label, ex in EXERCISES.items():
         text = describe(label)
@@ -178,12 +188,14 @@ def test_labels_and_hints_exist_in_the_chapter(label):
 
 
 def test_expected_values_are_not_stored_in_the_source():
-    source = (ROOT / "llmmath" / "check.py").read_text()
+    paths = [ROOT / "llmmath" / "check.py", *sorted((ROOT / "llmmath" / "exercises").glob("*.py"))]
+    assert len(paths) > 2, "the chapters' exercise modules are gone"
+    source = "\n".join(path.read_text() for path in paths)
     for label, answer in CORRECT.items():
         for value in _numbers(answer).values():
             if isinstance(value, int) and value > 1000:
                 for text in {str(value), f"{value:_}", f"{value:,}"}:
-                    assert text not in source, f"{label}: {text} is stored in llmmath/check.py"
+                    assert text not in source, f"{label}: {text} is stored in llmmath/check.py or llmmath/exercises/"
             elif isinstance(value, float) and not value.is_integer():
                 assert repr(value) not in source and f"{value:.6g}" not in source
 
