@@ -331,6 +331,19 @@ GLUED = {
     ("capstone-ex-budget", "budget_tokens"): "capstone-ex-budget-tokens",
     ("capstone-ex-h800", "tp_ratio_h800"): "capstone-ex-tp-h800",
     ("capstone-ex-h800", "tp_ratio_h100"): "capstone-ex-tp-h100",
+    ("primer-ex-gpt2xl", "block_params"): "primer-xl-block",
+    ("primer-ex-gpt2xl", "n_params"): "primer-xl-n",
+    ("primer-ex-llama2-70b", "block_params"): "primer-70-block",
+    ("primer-ex-llama2-70b", "attention_share"): "primer-70-attn-share",
+    ("primer-ex-llama2-70b", "attention_mha"): "primer-70-attn-mha",
+    ("primer-ex-swiglu", "mlp_ratio"): "primer-swiglu-ratio",
+    ("primer-ex-tied", "tied_saving"): "primer-tied-saved",
+    ("primer-ex-tied", "tied_share"): "primer-tied-share",
+    ("primer-ex-tied", "tables_share"): "primer-tied-gm-share",
+    ("primer-ex-kv70b", "values_per_token_layer"): "primer-kv70-values",
+    ("primer-ex-kv70b", "cache_bytes"): "primer-kv70-bytes",
+    ("primer-ex-kv70b", "cache_bytes_mha"): "primer-kv70-mha-bytes",
+    ("primer-ex-cache-flops", "ratio"): "primer-cf-ratio",
 }
 
 
