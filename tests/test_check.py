@@ -13,7 +13,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from llmmath.check import EXERCISES, check, describe, exercise_ids
+from llmmath.check import EXERCISES, check, describe, exercise_ids, how_to_check
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -156,6 +156,16 @@ def test_bad_arguments():
         exercise_ids(3)
 
 
+def test_how_to_check_names_the_call_and_the_parts():
+    assert how_to_check("matmul-cost-ex-mlp") == ('Check your answer: `llmmath.check("matmul-cost-ex-mlp", answer)`; '
+                                                  '`llmmath.describe("matmul-cost-ex-mlp")` says what to compute.')
+    assert how_to_check("matmul-cost-ex-chain") == (
+        'Check your answer: `llmmath.check("matmul-cost-ex-chain", answer)` with `answer` a dict of the parts '
+        '`lora_right`, `lora_left`, `lora_ratio`; `llmmath.describe("matmul-cost-ex-chain")` says what each is.')
+    with pytest.raises(ValueError, match="exercise_id"):
+        how_to_check("matmul-cost-ex-none")
+
+
 def test_describe_names_every_part_and_tolerance():
     for label, ex in EXERCISES.items():
         text = describe(label)
@@ -178,12 +188,14 @@ def test_labels_and_hints_exist_in_the_chapter(label):
 
 
 def test_expected_values_are_not_stored_in_the_source():
-    source = (ROOT / "llmmath" / "check.py").read_text()
+    paths = [ROOT / "llmmath" / "check.py", *sorted((ROOT / "llmmath" / "exercises").glob("*.py"))]
+    assert len(paths) > 2, "the chapters' exercise modules are gone"
+    source = "\n".join(path.read_text() for path in paths)
     for label, answer in CORRECT.items():
         for value in _numbers(answer).values():
             if isinstance(value, int) and value > 1000:
                 for text in {str(value), f"{value:_}", f"{value:,}"}:
-                    assert text not in source, f"{label}: {text} is stored in llmmath/check.py"
+                    assert text not in source, f"{label}: {text} is stored in llmmath/check.py or llmmath/exercises/"
             elif isinstance(value, float) and not value.is_integer():
                 assert repr(value) not in source and f"{value:.6g}" not in source
 
@@ -337,7 +349,12 @@ def _glued_values() -> dict[str, float]:
     return values
 
 
-def test_checker_accepts_the_chapters_own_numbers():
+def test_chapter_solutions_and_checker_agree():
+    """Consistency, not correctness: the chapters' glued solutions and the checker's expected values
+    are both computed by llmmath, so this catches a notebook and its exercise drifting apart, not a
+    wrong formula. Correctness is checked against independent answers in test_correct_answers_pass,
+    test_chain_rule_function_parts, test_mla_and_moe_exercises_from_the_published_shapes and
+    test_capstone_exercises_from_published_shapes_and_sheets."""
     glued = _glued_values()
     found = [(label, part, glued[key]) for (label, part), key in GLUED.items() if key in glued]
     assert len(found) >= len(GLUED) // 2, "most glue keys of the exercises' solutions are gone"
@@ -350,6 +367,8 @@ def test_checker_accepts_the_chapters_own_numbers():
 
 @pytest.mark.parametrize("label", sorted(EXERCISES))
 def test_every_exercise_can_be_checked(label):
+    """Smoke test: every exercise's expected value still computes and an empty answer is graded
+    wrong part by part (the values themselves are checked against independent answers above)."""
     feedback = check(label, {p.name: None for p in EXERCISES[label].parts})
     assert not feedback.correct and len(feedback.parts) == len(EXERCISES[label].parts)
     for part in EXERCISES[label].parts:
