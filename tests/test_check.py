@@ -203,6 +203,23 @@ def test_expected_values_are_not_stored_in_the_source():
 # The chapters' own solutions glue the same numbers: the checker must accept each of them.
 # (exercise, part) -> glue key in the chapter notebook, whose committed output is the value.
 GLUED = {
+    ("matmul-cost-ex-vecmat", "matvec_exact"): "matmul-cost-ex-mv-exact",
+    ("matmul-cost-ex-vecmat", "matvec_rel_error"): "matmul-cost-ex-mv-err",
+    ("matmul-cost-ex-vecmat", "outer_exact"): "matmul-cost-ex-outer-exact",
+    ("matmul-cost-ex-vecmat", "outer_rel_error"): "matmul-cost-ex-outer-err",
+    ("matmul-cost-ex-mlp", "mlp_flops"): "matmul-cost-ex-mlp-flops",
+    ("matmul-cost-ex-count", "naive_saving"): "matmul-cost-ex-count-saving",
+    ("matmul-cost-ex-chain", "lora_right"): "matmul-cost-lora-right",
+    ("matmul-cost-ex-chain", "lora_left"): "matmul-cost-lora-left",
+    ("matmul-cost-ex-chain", "lora_ratio"): "matmul-cost-lora-ratio",
+    ("matmul-cost-ex-dp", "dp_best"): "matmul-cost-ex-dp-best",
+    ("matmul-cost-ex-dp", "dp_left"): "matmul-cost-ex-dp-left",
+    ("matmul-cost-ex-dp", "dp_count"): "matmul-cost-ex-dp-count",
+    ("matmul-cost-ex-attention", "crossover_s"): "matmul-cost-ex-attn-s",
+    ("matmul-cost-ex-roofline", "intensity_b1"): "matmul-cost-ex-rl-i1",
+    ("matmul-cost-ex-roofline", "batch_h100"): "matmul-cost-ex-rl-h100",
+    ("matmul-cost-ex-roofline", "batch_mi300x"): "matmul-cost-ex-rl-mi300x",
+    ("matmul-cost-ex-roofline", "batch_h100_fp8"): "matmul-cost-ex-rl-h100-fp8",
     ("chain-ex-two-layers", "bp_flops"): "chain-ex2-left",
     ("chain-ex-two-layers", "other_flops"): "chain-ex2-right",
     ("chain-ex-eps", "eps_opt"): "chain-eps-opt",
