@@ -19,7 +19,9 @@ from coursework.exercises import ROOT, chapter_notebooks, directives, exercise_p
 from coursework.student import build_html, student_notebook
 from llmmath.check import exercise_ids
 
-CHAPTERS = chapter_notebooks(numbered_only=True)  # the chapters proper: numbered parts of _toc.yml
+# the chapters proper: numbered parts of _toc.yml, and an unnumbered page with exercises (the primer)
+CHAPTERS = list(dict.fromkeys(chapter_notebooks(numbered_only=True) + [
+    p for p in chapter_notebooks() if exercise_pairs(read(p))]))
 MIN_EXERCISES = 6
 
 

@@ -25,8 +25,9 @@ def _depth_for_ratio() -> int:
 
 EXERCISES = [
     Exercise("fb-ex-bottleneck", "fb-ratio", "The ratio backward / forward",
-             "D = 4096, N = 1 hidden layer of width M = 64, C = 10.",
+             "M_in = 4096 inputs, J = 1 hidden layer of width M = 64, M_out = 10 outputs; the input is data.",
              (Part("ratio", "backward FLOPs / forward FLOPs", _bottleneck_ratio, 1e-4),)),
-    Exercise("fb-ex-depth", "fb-ratio", "The ratio backward / forward", "D = C = M.",
-             (Part("n_hidden", "the smallest number of hidden layers with ratio >= 1.9", _depth_for_ratio),)),
+    Exercise("fb-ex-depth", "fb-ratio", "The ratio backward / forward",
+             "M_in = M_out = M; the input is data.",
+             (Part("n_hidden", "the smallest number J of hidden layers with ratio >= 1.9", _depth_for_ratio),)),
 ]

@@ -130,7 +130,7 @@ EXERCISES = [
     ),
     Exercise(
         "matmul-cost-ex-chain", "matmul-cost-chain", "The order of a chain of products",
-        "h = 4096, r = 16, B = 8.",
+        "h = 4096, r = 16, b = 8.",
         (
             Part("lora_right", "FLOPs of W2 (W1 x)", lambda: _lora("right")),
             Part("lora_left", "FLOPs of (W2 W1) x", lambda: _lora("left")),
