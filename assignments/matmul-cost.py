@@ -46,10 +46,10 @@ naive_saving = 3 * 4  # SOLUTION
 
 # %% matmul-cost-ex-chain
 # BEGIN SOLUTION NO PROMPT
-h, r, B = 4096, 16, 8
+h, r, b = 4096, 16, 8
 # END SOLUTION
-lora_right = llmmath.chain_flops([h, r, h, B], "right")  # SOLUTION
-lora_left = llmmath.chain_flops([h, r, h, B], "left")  # SOLUTION
+lora_right = llmmath.chain_flops([h, r, h, b], "right")  # SOLUTION
+lora_left = llmmath.chain_flops([h, r, h, b], "left")  # SOLUTION
 lora_ratio = lora_left / lora_right  # SOLUTION
 
 # %% matmul-cost-ex-dp

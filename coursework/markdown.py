@@ -9,8 +9,9 @@ student's notebook show it as raw text. :func:`plain_markdown` renders it as pla
 * cross-references as plain text: a section's title, a chapter's title, an equation's number,
   "Figure <label>"; labels ``(name)=`` go;
 * glued values (``{glue:text}`key:fmt```) as their value when the notebook's outputs carry it;
-* exercises as headings ("#### Exercise 3 (`slug-ex-name`)"), solutions as ``<details>`` blocks,
-  admonitions as block quotes, ``{glue:figure}`` as its caption.
+* exercises as headings ("#### Exercise 3 (`slug-ex-name`)"), followed for a checkable one by the
+  line that says how to check it (:func:`llmmath.check.how_to_check`, as in the book), solutions
+  as ``<details>`` blocks, admonitions as block quotes, ``{glue:figure}`` as its caption.
 
 Used by the student edition, the assignments and the browser (JupyterLite) edition.
 """
@@ -177,6 +178,13 @@ def _options(body: str) -> tuple[dict[str, str], str]:
     return options, "\n".join(lines).strip("\n")
 
 
+def _how_to_check(label: str) -> str:
+    """The book's line under a checkable exercise (empty for any other), as a paragraph."""
+    from llmmath.check import EXERCISES, how_to_check
+
+    return f"\n{how_to_check(label)}\n" if label in EXERCISES else ""
+
+
 def _directive(m: re.Match, ctx: _Context) -> str:
     name, arg = m.group("name"), m.group("arg").strip()
     options, body = _options(m.group("body"))
@@ -185,7 +193,7 @@ def _directive(m: re.Match, ctx: _Context) -> str:
         ctx.exercise += 1
         label = options.get("label", "")
         head = f"#### Exercise {ctx.exercise}" + (f" (`{label}`)" if label else "") + (f": {arg}" if arg else "")
-        return f"{head}\n\n{body}\n"
+        return f"{head}\n\n{body}\n" + _how_to_check(label)
     if name == "solution":
         return f"<details>\n<summary>Solution</summary>\n\n{body}\n\n</details>\n"
     if name == "solution-start":

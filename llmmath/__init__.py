@@ -4,9 +4,9 @@ Every formula of the book lives here exactly once; each chapter notebook explain
 One module per chapter topic; the chapter that derives a function is named in its docstring.
 Every public name of every module is also available at the top level (``llmmath.param_count``).
 
-==================  ===========================================================
+==================  ===============================================================================
 module              chapter
-==================  ===========================================================
+==================  ===============================================================================
 ``config``          models: :class:`TransformerConfig`, :func:`from_hf_config`
 ``presets``         published configurations (:func:`preset`)
 ``matmul``          the cost of a matrix multiply
@@ -23,8 +23,14 @@ module              chapter
 ``parallel``        splitting a training step across GPUs: collectives, layouts, memory, time
 ``planning``        planning a training run and its serving end to end (``plan``, ``serve``)
 ``errata``          the seeds' claims, rechecked
-``check``           checking a reader's answers to the exercises
-==================  ===========================================================
+``check``           checking a reader's answers to the exercises (the machinery)
+``exercises``       each chapter's checkable exercises, ``exercises/<slug>.py`` (registered by ``check``)
+==================  ===============================================================================
+
+Two modules serve the notebooks only and are not part of the top level: ``display`` (Markdown
+tables, ``show_table``) and ``plotting`` (``import llmmath.plotting`` sets PNG figures and the
+book's style). The data the modules read lives in ``hf_configs/`` (published ``config.json``
+files) and ``data/`` (the errata's claims, ``data/errata.json``).
 
 ``llmmath.check`` is the function :func:`check`; the module is ``llmmath.check`` in
 ``sys.modules`` (``from llmmath.check import describe`` works as usual).

@@ -137,7 +137,8 @@ def test_incorrect_submission_gets_partial_marks_and_useful_feedback(assignment)
         assert secret not in report
 
 
-@pytest.mark.parametrize("chapter", chapter_notebooks(numbered_only=True), ids=lambda p: p.stem)
+@pytest.mark.parametrize("chapter", list(dict.fromkeys(chapter_notebooks(numbered_only=True) + [
+    p for p in chapter_notebooks() if exercise_pairs(read(p))])), ids=lambda p: p.stem)  # + the primer
 def test_every_chapter_gets_an_assignment(chapter):
     """One otter question per exercise; one autograder test per checkable part (otter not run: fast)."""
     from llmmath.check import EXERCISES

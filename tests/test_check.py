@@ -13,7 +13,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from llmmath.check import EXERCISES, check, describe, exercise_ids
+from llmmath.check import EXERCISES, check, describe, exercise_ids, how_to_check
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -156,6 +156,16 @@ def test_bad_arguments():
         exercise_ids(3)
 
 
+def test_how_to_check_names_the_call_and_the_parts():
+    assert how_to_check("matmul-cost-ex-mlp") == ('Check your answer: `llmmath.check("matmul-cost-ex-mlp", answer)`; '
+                                                  '`llmmath.describe("matmul-cost-ex-mlp")` says what to compute.')
+    assert how_to_check("matmul-cost-ex-chain") == (
+        'Check your answer: `llmmath.check("matmul-cost-ex-chain", answer)` with `answer` a dict of the parts '
+        '`lora_right`, `lora_left`, `lora_ratio`; `llmmath.describe("matmul-cost-ex-chain")` says what each is.')
+    with pytest.raises(ValueError, match="exercise_id"):
+        how_to_check("matmul-cost-ex-none")
+
+
 def test_describe_names_every_part_and_tolerance():
     for label, ex in EXERCISES.items():
         text = describe(label)
@@ -178,12 +188,14 @@ def test_labels_and_hints_exist_in_the_chapter(label):
 
 
 def test_expected_values_are_not_stored_in_the_source():
-    source = (ROOT / "llmmath" / "check.py").read_text()
+    paths = [ROOT / "llmmath" / "check.py", *sorted((ROOT / "llmmath" / "exercises").glob("*.py"))]
+    assert len(paths) > 2, "the chapters' exercise modules are gone"
+    source = "\n".join(path.read_text() for path in paths)
     for label, answer in CORRECT.items():
         for value in _numbers(answer).values():
             if isinstance(value, int) and value > 1000:
                 for text in {str(value), f"{value:_}", f"{value:,}"}:
-                    assert text not in source, f"{label}: {text} is stored in llmmath/check.py"
+                    assert text not in source, f"{label}: {text} is stored in llmmath/check.py or llmmath/exercises/"
             elif isinstance(value, float) and not value.is_integer():
                 assert repr(value) not in source and f"{value:.6g}" not in source
 
@@ -191,6 +203,23 @@ def test_expected_values_are_not_stored_in_the_source():
 # The chapters' own solutions glue the same numbers: the checker must accept each of them.
 # (exercise, part) -> glue key in the chapter notebook, whose committed output is the value.
 GLUED = {
+    ("matmul-cost-ex-vecmat", "matvec_exact"): "matmul-cost-ex-mv-exact",
+    ("matmul-cost-ex-vecmat", "matvec_rel_error"): "matmul-cost-ex-mv-err",
+    ("matmul-cost-ex-vecmat", "outer_exact"): "matmul-cost-ex-outer-exact",
+    ("matmul-cost-ex-vecmat", "outer_rel_error"): "matmul-cost-ex-outer-err",
+    ("matmul-cost-ex-mlp", "mlp_flops"): "matmul-cost-ex-mlp-flops",
+    ("matmul-cost-ex-count", "naive_saving"): "matmul-cost-ex-count-saving",
+    ("matmul-cost-ex-chain", "lora_right"): "matmul-cost-lora-right",
+    ("matmul-cost-ex-chain", "lora_left"): "matmul-cost-lora-left",
+    ("matmul-cost-ex-chain", "lora_ratio"): "matmul-cost-lora-ratio",
+    ("matmul-cost-ex-dp", "dp_best"): "matmul-cost-ex-dp-best",
+    ("matmul-cost-ex-dp", "dp_left"): "matmul-cost-ex-dp-left",
+    ("matmul-cost-ex-dp", "dp_count"): "matmul-cost-ex-dp-count",
+    ("matmul-cost-ex-attention", "crossover_s"): "matmul-cost-ex-attn-s",
+    ("matmul-cost-ex-roofline", "intensity_b1"): "matmul-cost-ex-rl-i1",
+    ("matmul-cost-ex-roofline", "batch_h100"): "matmul-cost-ex-rl-h100",
+    ("matmul-cost-ex-roofline", "batch_mi300x"): "matmul-cost-ex-rl-mi300x",
+    ("matmul-cost-ex-roofline", "batch_h100_fp8"): "matmul-cost-ex-rl-h100-fp8",
     ("chain-ex-two-layers", "bp_flops"): "chain-ex2-left",
     ("chain-ex-two-layers", "other_flops"): "chain-ex2-right",
     ("chain-ex-eps", "eps_opt"): "chain-eps-opt",
@@ -319,6 +348,19 @@ GLUED = {
     ("capstone-ex-budget", "budget_tokens"): "capstone-ex-budget-tokens",
     ("capstone-ex-h800", "tp_ratio_h800"): "capstone-ex-tp-h800",
     ("capstone-ex-h800", "tp_ratio_h100"): "capstone-ex-tp-h100",
+    ("primer-ex-gpt2xl", "block_params"): "primer-xl-block",
+    ("primer-ex-gpt2xl", "n_params"): "primer-xl-n",
+    ("primer-ex-llama2-70b", "block_params"): "primer-70-block",
+    ("primer-ex-llama2-70b", "attention_share"): "primer-70-attn-share",
+    ("primer-ex-llama2-70b", "attention_mha"): "primer-70-attn-mha",
+    ("primer-ex-swiglu", "mlp_ratio"): "primer-swiglu-ratio",
+    ("primer-ex-tied", "tied_saving"): "primer-tied-saved",
+    ("primer-ex-tied", "tied_share"): "primer-tied-share",
+    ("primer-ex-tied", "tables_share"): "primer-tied-gm-share",
+    ("primer-ex-kv70b", "values_per_token_layer"): "primer-kv70-values",
+    ("primer-ex-kv70b", "cache_bytes"): "primer-kv70-bytes",
+    ("primer-ex-kv70b", "cache_bytes_mha"): "primer-kv70-mha-bytes",
+    ("primer-ex-cache-flops", "ratio"): "primer-cf-ratio",
 }
 
 
@@ -337,7 +379,12 @@ def _glued_values() -> dict[str, float]:
     return values
 
 
-def test_checker_accepts_the_chapters_own_numbers():
+def test_chapter_solutions_and_checker_agree():
+    """Consistency, not correctness: the chapters' glued solutions and the checker's expected values
+    are both computed by llmmath, so this catches a notebook and its exercise drifting apart, not a
+    wrong formula. Correctness is checked against independent answers in test_correct_answers_pass,
+    test_chain_rule_function_parts, test_mla_and_moe_exercises_from_the_published_shapes and
+    test_capstone_exercises_from_published_shapes_and_sheets."""
     glued = _glued_values()
     found = [(label, part, glued[key]) for (label, part), key in GLUED.items() if key in glued]
     assert len(found) >= len(GLUED) // 2, "most glue keys of the exercises' solutions are gone"
@@ -350,6 +397,8 @@ def test_checker_accepts_the_chapters_own_numbers():
 
 @pytest.mark.parametrize("label", sorted(EXERCISES))
 def test_every_exercise_can_be_checked(label):
+    """Smoke test: every exercise's expected value still computes and an empty answer is graded
+    wrong part by part (the values themselves are checked against independent answers above)."""
     feedback = check(label, {p.name: None for p in EXERCISES[label].parts})
     assert not feedback.correct and len(feedback.parts) == len(EXERCISES[label].parts)
     for part in EXERCISES[label].parts:

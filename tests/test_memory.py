@@ -160,6 +160,8 @@ def test_korthikanti_table2(s, b, h, a):
 
 
 def test_activation_total_is_layers_times_per_layer_and_terms_sum():
+    """Composition: the returned totals are sums of the terms (the terms themselves are checked
+    against Korthikanti et al. and against what PyTorch saves, below)."""
     cfg = _gpt(L=5)
     out = activation_bytes(cfg, 2, 16)
     assert tuple(out["terms"]) == ACTIVATION_TERMS
@@ -362,6 +364,8 @@ def test_kv_cache_llama2_70b_published_shape():
 
 # ------------------------------------------------------------------------------------ largest batch
 def test_largest_batch_brute_force():
+    """Composition: largest_batch is the brute-force search over training_state_bytes and
+    activation_bytes (each checked independently above)."""
     cfg = PRESETS["gpt2"]
     cap = 12 * GB
     state = training_state_bytes(cfg)["total"]

@@ -17,8 +17,11 @@ import pytest
 
 from coursework.exercises import ROOT, chapter_notebooks, directives, exercise_pairs, exercise_text, read
 from coursework.student import build_html, student_notebook
+from llmmath.check import exercise_ids
 
-CHAPTERS = chapter_notebooks(numbered_only=True)  # the chapters proper: numbered parts of _toc.yml
+# the chapters proper: numbered parts of _toc.yml, and an unnumbered page with exercises (the primer)
+CHAPTERS = list(dict.fromkeys(chapter_notebooks(numbered_only=True) + [
+    p for p in chapter_notebooks() if exercise_pairs(read(p))]))
 MIN_EXERCISES = 6
 
 
@@ -135,6 +138,12 @@ def test_student_html_has_no_solution(student_html):
         # the exercises themselves are shown, and the snippet method does find rendered text
         shown = [w for ex, _ in exercise_pairs(nb) for w in _words(exercise_text(ex))]
         assert shown and sum(w in text for w in shown) >= len(shown) // 2, f"{page.name}: exercises not rendered"
+        # every checkable exercise shows its check call (_ext/exercise_check.py), the others none
+        labels = [ex.label for ex, _ in exercise_pairs(nb)]
+        checkable = [label for label in labels if label in exercise_ids()]
+        assert checkable, f"{page.name}: no checkable exercise, the test would prove nothing"
+        for label in labels:
+            assert (f'llmmath.check("{label}", answer)' in text) == (label in checkable), label
 
 
 # --------------------------------------------------------------------------- MyST as plain Markdown
@@ -167,6 +176,19 @@ def test_glue_roles_show_the_committed_value_with_its_format():
     glued = {"n-params": "175000000000", "ratio": "0.123456"}
     out = _plain("{glue:text}`n-params:,.0f` and {glue:text}`ratio:.2%` and {glue:}`missing`", glued)
     assert out == "175,000,000,000 and 12.35% and `missing`"
+
+
+def test_checkable_exercises_say_how_to_check_in_the_notebooks():
+    """The student and browser notebooks show the book's line under each checkable exercise."""
+    text = ":::{exercise}\n:label: matmul-cost-ex-dp\nOrder the chain.\n:::\n"
+    out = _plain(text)
+    assert 'Order the chain.\n\nCheck your answer: `llmmath.check("matmul-cost-ex-dp", answer)` with `answer` a dict ' \
+           "of the parts `dp_best`, `dp_left`, `dp_count`" in out
+    assert "Check your answer" not in _plain(":::{exercise}\n:label: x-ex-one\nCount it.\n:::\n")
+    nb = student_notebook(read(ROOT / "chapters" / "matmul-cost.ipynb"))
+    md = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    for label in exercise_ids("matmul-cost"):
+        assert f'`llmmath.check("{label}", answer)`' in md, label
 
 
 def test_exercises_solutions_and_admonitions_become_markdown():

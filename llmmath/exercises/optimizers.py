@@ -1,0 +1,103 @@
+"""Checkable exercises of the chapter ``optimizers``.
+
+The chapter "Optimizers: update rules, state and memory" (``chapters/optimizers.ipynb``). Registered
+by :mod:`llmmath.check` under the chapter's slug (this module's name with hyphens). Each part
+computes its expected value with llmmath when an answer is checked: no answer is stored here.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..check import Exercise, Part
+from ..optim import (
+    adam_update_bound,
+    bias_correction_factor,
+    clip_grad_norm,
+    cosine_schedule,
+    ema_horizon,
+    gd_optimal,
+    heavy_ball_optimal,
+    max_stable_lr,
+    state_bytes_per_param,
+    wsd_schedule,
+)
+
+
+def _adamw_memory(what: str) -> float:
+    bpp = 2 + 2 + 4 + state_bytes_per_param("adamw")
+    if what == "bpp":
+        return bpp
+    if what == "gib":
+        return 7 * 10**9 * bpp / 2**30
+    return 7 * 10**9 * (state_bytes_per_param("adamw") - state_bytes_per_param("adamw", 1)) / 2**30
+
+
+def _first_step(beta2: float, at_max: bool) -> float:
+    ratios = [bias_correction_factor(0.9, t) / math.sqrt(bias_correction_factor(beta2, t)) for t in range(1, 5001)]
+    return max(ratios) if at_max else ratios[0]
+
+
+def _hb_steps(kappa: float, method: str) -> float:
+    rate = gd_optimal(1.0, kappa)[1] if method == "gd" else heavy_ball_optimal(1.0, kappa)[2]
+    return math.log(1e6) / -math.log(rate)
+
+
+def _hb_max_lr() -> float:
+    return max_stable_lr(50.0, 0.9)
+
+
+def _llama_schedule(kind: str, step: int) -> float:
+    peak, total, warmup = 3e-4, 250_000, 2000
+    if kind == "wsd":
+        return wsd_schedule(step, peak, total, total // 10, warmup, 0.1 * peak)
+    return cosine_schedule(step, peak, total, warmup, 0.1 * peak)
+
+
+def _clip_example(what: str) -> float:
+    clipped, norm = clip_grad_norm([np.array([3.0, 4.0]), np.array([12.0])], 1.0)
+    return norm if what == "norm" else float(clipped[0][0])
+
+
+def _beta2(what: str) -> float:
+    return {"horizon_095": lambda: ema_horizon(0.95), "bound_095": lambda: adam_update_bound(0.9, 0.95),
+            "bound_0999": lambda: adam_update_bound(0.9, 0.999), "growth_0999": lambda: 0.999 / 0.9}[what]()
+
+
+EXERCISES = [
+    Exercise("optim-ex-memory", "optim-memory", "State memory", "7e9 parameters, AdamW, mixed precision.",
+             (Part("bytes_per_param", "bytes per parameter", lambda: _adamw_memory("bpp")),
+              Part("gib", "total GiB (2^30 bytes)", lambda: _adamw_memory("gib"), 1e-3),
+              Part("saved_gib", "GiB saved by 8-bit moments", lambda: _adamw_memory("saved"), 1e-3))),
+    Exercise("optim-ex-first-step", "optim-bias", "Bias correction", "beta1 = 0.9, t = 1 ... 5000.",
+             (Part("t1_0999", "the step / eta at t = 1 for beta2 = 0.999", lambda: _first_step(0.999, False), 1e-3),
+              Part("max_0999", "its maximum over t for beta2 = 0.999", lambda: _first_step(0.999, True), 1e-3),
+              Part("max_095", "its maximum over t for beta2 = 0.95", lambda: _first_step(0.95, True), 1e-3))),
+    Exercise("optim-ex-hb-stability", "optim-quadratic", "How large a step, how much momentum",
+             "The quadratic (x1^2 + 50 x2^2) / 2, momentum mu = 0.9.",
+             (Part("max_lr", "the largest stable learning rate of the heavy ball", _hb_max_lr, 1e-9),)),
+    Exercise("optim-ex-hb-steps", "optim-quadratic", "How large a step, how much momentum",
+             "Best parameters for each method; steps = ln(1e6) / -ln(rate), not rounded.",
+             (Part("steps_gd_50", "gradient descent, kappa = 50", lambda: _hb_steps(50.0, "gd"), 1e-6),
+              Part("steps_hb_50", "heavy ball, kappa = 50", lambda: _hb_steps(50.0, "hb"), 1e-6),
+              Part("steps_gd_1e4", "gradient descent, kappa = 1e4", lambda: _hb_steps(1e4, "gd"), 1e-6),
+              Part("steps_hb_1e4", "heavy ball, kappa = 1e4", lambda: _hb_steps(1e4, "hb"), 1e-6))),
+    Exercise("optim-ex-schedule", "optim-schedules", "Learning-rate schedules and gradient clipping",
+             "Peak 3e-4, 2000 warmup steps, T = 250000, final rate 3e-5; WSD decays over the last 25000.",
+             (Part("lr_cosine_mid", "cosine schedule at step 125000", lambda: _llama_schedule("cosine", 125_000), 1e-6),
+              Part("lr_wsd_mid", "WSD at step 125000", lambda: _llama_schedule("wsd", 125_000), 1e-6),
+              Part("lr_cosine_last", "cosine schedule at step 249999",
+                 lambda: _llama_schedule("cosine", 249_999), 1e-6))),
+    Exercise("optim-ex-clip", "optim-schedules", "Learning-rate schedules and gradient clipping",
+             "Gradients (3, 4) and (12), max_norm = 1, PyTorch's eps = 1e-6.",
+             (Part("norm", "the global norm before clipping", lambda: _clip_example("norm"), 1e-9),
+              Part("first", "the first coordinate after clipping", lambda: _clip_example("first"), 1e-9))),
+    Exercise("optim-ex-beta2", "optim-beta2", "Why large models use beta2 = 0.95", "beta1 = 0.9.",
+             (Part("horizon_095", "averaging horizon for beta2 = 0.95", lambda: _beta2("horizon_095"), 1e-9),
+              Part("bound_095", "largest step / eta for beta2 = 0.95", lambda: _beta2("bound_095"), 1e-6),
+              Part("bound_0999", "largest step / eta for beta2 = 0.999", lambda: _beta2("bound_0999"), 1e-6),
+              Part("growth_0999", "growth factor per step of the extremal gradient for beta2 = 0.999",
+                 lambda: _beta2("growth_0999"), 1e-6))),
+]

@@ -1,0 +1,106 @@
+"""Checkable exercises of the chapter ``scaling-laws``.
+
+The chapter "Scaling laws: how big a model, how much data" (``chapters/scaling-laws.ipynb``).
+Registered by :mod:`llmmath.check` under the chapter's slug (this module's name with hyphens). Each
+part computes its expected value with llmmath when an answer is checked: no answer is stored here.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..check import Exercise, Part
+from ..flops import approx_training_flops, training_days
+from ..hardware import gpu_peak_flops
+from ..params import param_count
+from ..presets import preset
+from ..scaling import (
+    BESIROGLU_2024,
+    KAPLAN_2020,
+    MUENNIGHOFF_2023,
+    SARDANA_2024,
+    chinchilla_loss,
+    compute_for_loss,
+    data_constrained_optimum,
+    effective_data,
+    implied_inference_tokens,
+    inference_optimal,
+    optimal_tokens_for_params,
+)
+
+
+def _gpt3_h100_days(recompute: bool) -> float:
+    return training_days(300e9, 174.6e9, 1024, gpu_peak_flops("H100"), 0.40, recompute=recompute)
+
+
+def _gopher_ratio() -> float:
+    return approx_training_flops(70e9, 1.4e12) / approx_training_flops(280e9, 300e9)
+
+
+def _kaplan_exponent() -> float:
+    return 1 / (1 + KAPLAN_2020.joint_alpha_n / KAPLAN_2020.joint_alpha_d)
+
+
+def _epochs(what: str) -> float:
+    if what == "effective":
+        return effective_data(4e11, 1e11)
+    return 1 + MUENNIGHOFF_2023.r_d_star * math.log(2)  # R_D with exp(-R_D / R_D*) = 1/2, plus 1
+
+
+def _data_optimum(what: str) -> float:
+    plan = data_constrained_optimum(1e22, 5e10)
+    return plan.n_params if what == "n" else plan.n_tokens / 5e10
+
+
+def _sardana_30b(what: str) -> float:
+    n0, d_inf = 30e9, 1e13
+    d0 = optimal_tokens_for_params(n0, SARDANA_2024)
+    opt = inference_optimal(chinchilla_loss(n0, d0, SARDANA_2024), d_inf, SARDANA_2024)
+    baseline = 6 * n0 * d0 + 2 * n0 * d_inf
+    return opt.n_params if what == "n" else 1 - opt.total_flops / baseline
+
+
+def _frontier(what: str) -> float:
+    law = BESIROGLU_2024
+    return law.alpha * law.beta / (law.alpha + law.beta) if what == "gamma" else compute_for_loss(2.0, law)
+
+
+def _llama2_breakeven() -> float:
+    return implied_inference_tokens(param_count(preset("llama2-7b")), 2e12, BESIROGLU_2024)
+
+
+EXERCISES = [
+    Exercise("scaling-laws-ex-h100", "scaling-laws-time", "From compute to days",
+             "174.6e9 parameters, 300e9 tokens, 1024 H100 (BF16), 40% utilisation.",
+             (Part("days", "training days with recomputation", lambda: _gpt3_h100_days(True), 1e-3),
+              Part("days_no_recompute", "training days without it", lambda: _gpt3_h100_days(False), 1e-3))),
+    Exercise("scaling-laws-ex-gopher", "scaling-laws-chinchilla", "Chinchilla: equal scaling",
+             "Chinchilla 70e9 x 1.4e12 tokens, Gopher 280e9 x 300e9 tokens.",
+             (Part("compute_ratio", "Chinchilla's 6ND / Gopher's 6ND", _gopher_ratio, 1e-3),)),
+    Exercise("scaling-laws-ex-kaplan", "scaling-laws-kaplan", "Kaplan et al.: loss as a power law",
+             "The joint law's Table 2 constants.",
+             (Part("exponent", "the exponent of C in N*", _kaplan_exponent, 1e-3),)),
+    Exercise("scaling-laws-ex-epochs", "scaling-laws-data", "Running out of data: repeated epochs",
+             "Muennighoff et al.'s constants; 1e11 unique tokens.",
+             (Part("effective_tokens", "D' for 4e11 training tokens (four epochs)", lambda: _epochs("effective"), 1e-6),
+              Part("epochs_half", "epochs after which the next repetition is worth half a fresh token",
+                 lambda: _epochs("half"), 1e-6))),
+    Exercise("scaling-laws-ex-data-optimum", "scaling-laws-data", "Running out of data: repeated epochs",
+             "Muennighoff et al.'s law, C = 1e22 FLOPs, 5e10 unique tokens.",
+             (Part("dc_n_params", "the loss-minimising model size", lambda: _data_optimum("n"), 1e-3),
+              Part("dc_epochs", "its number of epochs D / U", lambda: _data_optimum("epochs"), 1e-3))),
+    Exercise("scaling-laws-ex-inference", "scaling-laws-inference", "Paying for inference",
+             "Sardana et al.'s constants; the loss of a Chinchilla-optimal 30e9-parameter model; 1e13 "
+             "inference tokens.",
+             (Part("inf_n_params", "the parameters of the lifetime-optimal model", lambda: _sardana_30b("n"), 1e-4),
+              Part("inf_saving", "its saving in total FLOPs, as a fraction of the 30B model's",
+                 lambda: _sardana_30b("saving"), 1e-4))),
+    Exercise("scaling-laws-ex-frontier", "scaling-laws-frontier", "The loss frontier",
+             "Besiroglu et al.'s constants.",
+             (Part("gamma", "the exponent gamma of L* - E = K (C/6)^-gamma", lambda: _frontier("gamma"), 1e-9),
+              Part("compute", "the FLOPs whose optimum reaches a loss of 2.0", lambda: _frontier("compute"), 1e-6))),
+    Exercise("scaling-laws-ex-breakeven", "scaling-laws-inference", "Paying for inference",
+             "Llama 2 7B (the preset's parameter count), 2e12 training tokens, Besiroglu et al.'s constants.",
+             (Part("inference_tokens", "the inference tokens for which its training is lifetime-optimal",
+                 _llama2_breakeven, 1e-6),)),
+]
