@@ -549,6 +549,18 @@ def test_adam_update_bound_is_reached_by_geometrically_growing_gradients(beta1, 
             p = q
 
 
+def test_chapter_qualifies_neither_is_an_upper_bound():
+    """Issue 31 item 5: the chapter's verdict on Kingma and Ba's two bounds holds for beta1 > 0 only."""
+    import json
+    from pathlib import Path
+
+    nb = json.loads((Path(__file__).resolve().parent.parent / "chapters" / "optimizers.ipynb").read_text())
+    text = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    i = text.lower().index("neither is an upper bound")
+    assert r"\beta_1 > 0" in text[i - 60:i], "the verdict must be qualified: for beta1 > 0"
+    assert r"$\beta_1 = 0$" in text[i:i + 1500]  # and the exception stated
+
+
 def test_adam_update_bound_values():
     # Kingma and Ba's sparse case (1 - b1) / sqrt(1 - b2) is below the supremum
     assert adam_update_bound(0.9, 0.999) > 0.1 / np.sqrt(0.001)
