@@ -52,24 +52,23 @@ class Directive:
 def chapter_notebooks(root: Path = ROOT, numbered_only: bool = False) -> list[Path]:
     """The ``.ipynb`` files listed in ``_toc.yml``, in book order.
 
-    With ``numbered_only``, only those of numbered parts: the chapters proper (not the preface,
-    the appendices, or a chapter's sub-pages listed under ``sections:``, such as its reference
-    page ``<slug>-reference``).
+    With ``numbered_only``, only those of numbered parts: the chapters proper (not the preface, the
+    appendices, or a chapter's sub-pages listed under its ``sections``, such as its reference page).
     """
     toc = yaml.safe_load((root / "_toc.yml").read_text())
     files: list[str] = []
 
-    def walk(node: object, numbered: bool, section: bool = False) -> None:
+    def walk(node: object, numbered: bool) -> None:
         if isinstance(node, dict):
             numbered = bool(node.get("numbered", numbered))
-            if "file" in node and (not numbered_only or (numbered and not section)):
+            if "file" in node and (numbered or not numbered_only):
                 files.append(node["file"])
             for key, value in node.items():
-                if key in ("parts", "chapters", "sections"):
-                    walk(value, numbered, section or key == "sections")
+                if key in ("parts", "chapters") or (key == "sections" and not numbered_only):
+                    walk(value, numbered)
         elif isinstance(node, list):
             for item in node:
-                walk(item, numbered, section)
+                walk(item, numbered)
 
     walk(toc, bool(toc.get("numbered", False)))
     paths = [root / (f if f.endswith(".ipynb") else f + ".ipynb") for f in files]
