@@ -8,7 +8,7 @@ part computes its expected value with llmmath when an answer is checked: no answ
 from __future__ import annotations
 
 from .. import inference as inf
-from ..check import Exercise, parts_of
+from ..check import SIG3, Exercise, parts_of
 from ..hardware import GPUS, gpu_peak_flops
 from ..params import param_count
 from ..presets import preset
@@ -62,15 +62,15 @@ EXERCISES = [
              "Llama-65B (llmmath.preset('llama-65b')) and Llama-2-70B ('llama2-70b'), BF16 cache.",
              (_s("kv_mha_token", "Llama-65B's KV cache per token in bytes"),
               _s("kv_gqa_token", "Llama-2-70B's KV cache per token in bytes"),
-              _s("kv_mha_gb", "Llama-65B's cache of one 4,096-token sequence in GB (10^9 bytes)", 1e-9),
-              _s("kv_gqa_gb", "Llama-2-70B's cache of one 4,096-token sequence in GB", 1e-9),
-              _s("kv_ratio", "the first per-token cache over the second", 1e-9))),
+              _s("kv_mha_gb", "Llama-65B's cache of one 4,096-token sequence in GB (10^9 bytes)", SIG3),
+              _s("kv_gqa_gb", "Llama-2-70B's cache of one 4,096-token sequence in GB", SIG3),
+              _s("kv_ratio", "the first per-token cache over the second", SIG3))),
     Exercise("serving-ex-decode", "serving-latency", "Latency bounds",
              "Llama-3-8B on one A100 (80 GB), batch 1, 2,048 tokens of context, BF16.",
-             (_s("dec_step_ms", "bound on the time per output token in milliseconds", 1e-6),
-              _s("dec_tokens_per_s", "bound on tokens per second", 1e-6),
+             (_s("dec_step_ms", "bound on the time per output token in milliseconds", SIG3),
+              _s("dec_tokens_per_s", "bound on tokens per second", SIG3),
               _s("dec_approx_error", "relative error of 2P / bandwidth against that bound, approx / bound - 1",
-                 1e-6))),
+                 SIG3))),
     Exercise("serving-ex-critical", "serving-batching", "Batch size, throughput and the critical batch",
              "Llama-3-8B, a one-token context, dense BF16 arithmetic.",
              (_s("crit_h100", "critical batch on an H100 with BF16 weights"),
@@ -83,12 +83,12 @@ EXERCISES = [
               _s("cap_fp8_32k", "sequences of 32,768 tokens with an FP8 cache"))),
     Exercise("serving-ex-experts", "serving-examples", "Worked examples by size class",
              "Mixtral-8x7B, BF16 weights, one decode step.",
-             (_s("moe_expected_4", "expected distinct experts per layer for 4 tokens, uniform routing", 1e-9),
-              _s("moe_gb_b1", "GB of weights read at batch 1", 1e-9),
-              _s("moe_gb_b4", "GB of weights read at batch 4, worst case (experts='max')", 1e-9))),
+             (_s("moe_expected_4", "expected distinct experts per layer for 4 tokens, uniform routing", SIG3),
+              _s("moe_gb_b1", "GB of weights read at batch 1", SIG3),
+              _s("moe_gb_b4", "GB of weights read at batch 4, worst case (experts='max')", SIG3))),
     Exercise("serving-ex-mla", "serving-kv", "The KV cache by family",
              "DeepSeek-V3, one sequence, a context of 32,768 tokens.",
-             (_s("mla_ratio", "decode FLOPs re-expanded (mla='transformers') over absorbed", 1e-6),)),
+             (_s("mla_ratio", "decode FLOPs re-expanded (mla='transformers') over absorbed", SIG3),)),
     Exercise("serving-ex-tp", "serving-tp", "Tensor parallelism for latency",
              "Llama-3-8B, batch 1, context 4,096, H100s, tp in 1, 2, 4, 8.",
              (_s("tp_best_ring", "the tp with the lowest bound per token, ring all-reduce"),
@@ -99,5 +99,33 @@ EXERCISES = [
     Exercise("serving-ex-gqa", "serving-batching", "Batch size, throughput and the critical batch",
              "Llama-3-8B, one sequence at a context of 4,096 tokens, a BF16 cache.",
              (_s("gqa_flops_per_byte", "attention FLOPs of a decode step per byte of cache read "
-                 "(the n + 1 = 4,097 keys)", 1e-9),)),
+                 "(the n + 1 = 4,097 keys)", SIG3),)),
 ]
+
+
+# The questions of checkable exercises that are graded by hand (the assignments collect them).
+WRITTEN = {
+    'serving-ex-kv': (
+        "By what factor does grouped-query attention shrink the cache here, and why is that factor not $a / "
+        "a_\\text{kv}$?",
+    ),
+    'serving-ex-decode': (
+        "Which two errors of the approximation $2P/B$ partly cancel?",
+    ),
+    'serving-ex-critical': (
+        "Explain the differences between the three critical batches.",
+    ),
+    'serving-ex-experts': (
+        "Derive the expected number of distinct experts touched under independent uniform routing.",
+    ),
+    'serving-ex-mla': (
+        "Where do the extra FLOPs of the re-expanded cache go?",
+    ),
+    'serving-ex-tp': (
+        "Explain why the two all-reduce algorithms prefer different tensor-parallel sizes (or the same one).",
+    ),
+    'serving-ex-gqa': (
+        "Show that the attention of a decode step does $a / a_\\text{kv}$ FLOPs per byte of a 16-bit cache "
+        "whatever the context and the batch. Why can no batch size make attention compute-bound on an H100?",
+    ),
+}
