@@ -320,14 +320,13 @@ GLUED = {
     ("parallelism-ex-zero", "state_zero3_gb"): "parallelism-ex-z3",
     ("parallelism-ex-fsdp", "fsdp_padded"): "parallelism-ex-fsdp-padded",
     ("parallelism-ex-fsdp", "fsdp_last"): "parallelism-ex-fsdp-last",
-    ("capstone-ex-llama2", "l13_mfu_exact"): "capstone-ex-l13-mfu",
-    ("capstone-ex-llama2", "l13_mfu_6n"): "capstone-ex-l13-mfu6",
+    ("capstone-ex-llama65b", "l65_mfu_exact"): "capstone-ex-l65-mfu",
     ("capstone-ex-gpt3-h100", "g3_days"): "capstone-ex-g3-days",
     ("capstone-ex-gpt3-h100", "g3_cost"): "capstone-ex-g3-cost",
     ("capstone-ex-70b-memory", "mem_pp1_gb"): "capstone-ex-70b-pp1",
     ("capstone-ex-70b-memory", "mem_pp4_gb"): "capstone-ex-70b-pp4",
-    ("capstone-ex-deepseek", "ds_mfu_total"): "capstone-ex-ds-total",
-    ("capstone-ex-deepseek", "ds_mfu_active"): "capstone-ex-ds-active",
+    ("capstone-ex-deepseek", "ds_mfu_total"): "capstone-ex-v2-total-mfu",
+    ("capstone-ex-deepseek", "ds_mfu_active"): "capstone-ex-v2-active-mfu",
     ("capstone-ex-serve", "serve_max_batch"): "capstone-ex-sv-batch",
     ("capstone-ex-serve", "serve_tokens_per_second"): "capstone-ex-sv-tps",
     ("capstone-ex-budget", "budget_tokens"): "capstone-ex-budget-tokens",
@@ -433,22 +432,23 @@ def test_mla_and_moe_exercises_from_the_published_shapes():
 
 
 def test_capstone_exercises_from_published_shapes_and_sheets():
-    """The capstone's planning exercises answered by hand from the published shapes (Llama 2 13B:
-    40 layers, h 5120, MLP 13824, V 32000; Llama 3 8B: 32 layers, h 4096, 8 KV heads of 128, MLP
+    """The capstone's planning exercises answered by hand from the published shapes (LLaMA 65B:
+    80 layers, h 8192, MLP 22016, V 32000; Llama 3 8B: 32 layers, h 4096, 8 KV heads of 128, MLP
     14336, V 128256), the data sheets' dense BF16 peaks (A100 312 TFLOP/s, H100 989.4) and the
     NVLink per direction (H100 450 GB/s; H800 200 GB/s: Zhao et al. 2025's 400 both ways)."""
     def train_per_token(L, h, kv, f, V, s):  # 3 x forward: QKV + O, SwiGLU, s x s products, logits
         return 3 * (L * (2 * h * (h + 2 * kv) + 2 * h * h + 6 * h * f + 4 * s * h) + 2 * h * V)
 
-    L, h, f, V = 40, 5120, 13824, 32000
-    rate = 2e12 / (368_640 * 3600)  # Table 2: 368,640 GPU hours for 2.0T tokens
-    n13 = L * (4 * h * h + 3 * h * f + 2 * h) + 2 * V * h + h
-    assert check("capstone-ex-llama2", {"l13_mfu_exact": rate * train_per_token(L, h, h, f, V, 4096) / 312e12,
-                                        "l13_mfu_6n": rate * 6 * n13 / 312e12}).correct
-    assert not check("capstone-ex-llama2", rate * 6 * n13 / 312e12, part="l13_mfu_exact").correct
+    L, h, f, V = 80, 8192, 22016, 32000
+    rate = 1.4e12 / (1_022_362 * 3600)  # LLaMA's Table 15: 1,022,362 GPU hours for 1.4T tokens
+    n65 = L * (4 * h * h + 3 * h * f + 2 * h) + 2 * V * h + h
+    exact = rate * train_per_token(L, h, h, f, V, 2048) / 312e12
+    six_n = rate * 6 * n65 / 312e12
+    assert check("capstone-ex-llama65b", {"l65_mfu_exact": exact, "l65_exact_over_6n": exact / six_n}).correct
+    assert not check("capstone-ex-llama65b", rate * 6 * n65 / 312e12, part="l65_mfu_exact").correct
     tokens = 1e6 / 2.0 * 3600 * 989.4e12 * 0.4 / train_per_token(32, 4096, 1024, 14336, 128256, 8192)
     assert check("capstone-ex-budget", tokens).correct
-    ratio = {gpu: 7 * 2 * 989.4e12 / (9 * 7168 * w) for gpu, w in (("h800", 200e9), ("h100", 450e9))}
+    ratio = {gpu: 1 * 2 * 989.4e12 / (9 * 7168 * w) for gpu, w in (("h800", 200e9), ("h100", 450e9))}
     assert check("capstone-ex-h800", {"tp_ratio_h800": ratio["h800"], "tp_ratio_h100": ratio["h100"]}).correct
 
 

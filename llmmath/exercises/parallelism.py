@@ -31,10 +31,10 @@ def _parallelism(name: str) -> float:
             return collective_bytes("all_reduce", 64, grads)
         return collective_seconds("all_reduce", 64, grads, "H100")
     if name.startswith("hide_tokens"):
-        return dp_hiding_tokens(7e9, "B200", zero_stage=int(name[-1]))
+        return dp_hiding_tokens(7e9, "B200", zero_stage=int(name[-1]), precision="fp8_tensor")
     if name.startswith("tp_ratio"):
         link = "scale_up" if name.endswith("nvlink") else "scale_out"
-        return tp_comm_compute_ratio(preset("llama-3-70b").hidden_size, 8, "H100", link=link)
+        return tp_comm_compute_ratio(preset("llama-3.1-405b").hidden_size, 8, "H100", link=link)
     if name == "m_1f1b":
         return next(m for m in range(16, 10**4) if pipeline_bubble_fraction(16, m) <= 0.05)
     if name == "m_interleaved":
@@ -69,11 +69,12 @@ EXERCISES = [
              (_par("ar_bytes", "bytes each GPU sends in a ring all-reduce", SIG3),
               _par("ar_seconds", "its time under the latency-bandwidth model (collective_seconds)", SIG3))),
     Exercise("parallelism-ex-hide", "parallelism-dp-hide", "When data-parallel communication hides",
-             "B200, one 400 Gb/s NIC per GPU, BF16 gradients and parameters, the large-n limit.",
+             "B200 computing at its dense FP8 peak, one 400 Gb/s NIC per GPU, BF16 gradients and parameters, "
+             "the large-n limit.",
              (_par("hide_tokens_zero1", "tokens per replica and step to hide ZeRO-1's communication", SIG3),
               _par("hide_tokens_zero3", "the same for ZeRO-3", SIG3))),
     Exercise("parallelism-ex-tp", "parallelism-tp", "Tensor parallelism",
-             "Llama 3 70B's hidden size, t = 8, BF16, H100 peak and llmmath.hardware's links.",
+             "Llama 3.1 405B's hidden size, t = 8, BF16, H100 peak and llmmath.hardware's links.",
              (_par("tp_ratio_nvlink", "communication / compute time over NVLink", SIG3),
               _par("tp_ratio_ib", "the same over InfiniBand", SIG3))),
     Exercise("parallelism-ex-bubble", "parallelism-pp", "Pipeline parallelism",
