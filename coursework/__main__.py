@@ -32,13 +32,27 @@ def main(argv: list[str]) -> int:
 
 
 def _student(args: list[str]) -> int:
-    from .student import build_html, write_student_notebooks
+    """Write the student notebooks (and the HTML); a chapter whose files give an answer away is
+    reported, its notebook deleted, and the command fails: do not hand that edition out."""
+    from .leaks import scan, summary
+    from .student import STUDENT, build_html, write_student_notebooks
 
-    for path in write_student_notebooks():
-        print(f"wrote {path}")
+    paths = write_student_notebooks()
+    leaks = scan([STUDENT / "notebooks"])
+    for path in paths:
+        if any(leak.chapter == path.stem for leak in leaks):
+            path.unlink()
+            print(f"NOT written (gives answers away): {path}")
+        else:
+            print(f"wrote {path}")
     if "--no-html" not in args:
         html = build_html(warnings_are_errors="--allow-warnings" not in args)
+        leaks += scan([html])
         print(f"\nThe student edition is at {html / 'index.html'}")
+    if leaks:
+        print(f"\nerror: the student edition gives answers away (fix the chapters; see CONTRIBUTING):\n"
+              f"{summary(leaks)}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -361,4 +361,14 @@ def build_all(out: Path = OUT, slugs: list[str] | None = None, check: bool = Tru
         if unknown := [s for s in missing if not (ROOT / "chapters" / f"{s}.ipynb").exists()]:
             raise ValueError(f"no chapter notebook chapters/<slug>.ipynb for {unknown}")
     wheel = build_wheel()
-    return [build_assignment(c, out, wheel, check) for c in chapters if exercise_pairs(read(c))]
+    built, failed = [], []
+    for chapter in chapters:
+        if not exercise_pairs(read(chapter)):
+            continue
+        try:
+            built.append(build_assignment(chapter, out, wheel, check))
+        except RuntimeError as exc:  # the others are still built; this one is not handed out
+            failed.append(str(exc))
+    if failed:
+        raise RuntimeError(f"{len(failed)} assignment(s) not built ({len(built)} built):\n" + "\n".join(failed))
+    return built

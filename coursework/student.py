@@ -103,7 +103,7 @@ def student_notebook(nb: nbformat.NotebookNode, stubs: bool = True, keep_glue: b
 
     def quoted(output: dict) -> bool:
         key = _glue_key(output)
-        return bool(key) and re.search(rf"(?<![\w-]){re.escape(key)}(?![\w-])", text) is not None
+        return bool(key) and quotes(text, key)
 
     for cell in cells:
         if cell.cell_type == "code":
@@ -121,6 +121,17 @@ def student_notebook(nb: nbformat.NotebookNode, stubs: bool = True, keep_glue: b
     if stubs if plain is None else plain:
         plain_notebook(out, glue_values(nb), chapter)
     return out
+
+
+def quotes(text: str, key: str) -> bool:
+    """Whether ``text`` names the glue key ``key`` (not as a part of a longer key)."""
+    start = 0
+    while (i := text.find(key, start)) >= 0:
+        before, after = text[i - 1:i], text[i + len(key):i + len(key) + 1]
+        if not re.match(r"[\w-]", before) and not re.match(r"[\w-]", after):
+            return True
+        start = i + 1
+    return False
 
 
 def _check_answers_cells(nb: nbformat.NotebookNode, kept: list[nbformat.NotebookNode]) -> None:
@@ -192,13 +203,15 @@ _NOT_BOOK = ("_build", ".git", ".venv", ".cache", "lite", ".hypothesis", ".ruff_
              "*.egg-info", ".helpers", "student", "assignments", "tests", "benchmarks", ".ipynb_checkpoints")
 
 
-def build_html(out: Path = STUDENT, *, toc: dict | None = None, warnings_are_errors: bool = True) -> Path:
+def build_html(out: Path = STUDENT, *, toc: dict | None = None, warnings_are_errors: bool = True,
+               keep_sources: bool = False) -> Path:
     """Build the book with solutions hidden into ``out/html``; return the html directory.
 
     The sources are copied to ``out/src`` with every solution removed from the chapter notebooks
     (:func:`student_notebook`, no stubs), and built with sphinx-exercise's ``hide_solutions: true``
     as well. (Hiding alone is not enough: sphinx-exercise 1.2.1 crashes on gated solutions when it
-    hides them.) ``toc`` replaces ``_toc.yml`` (the tests build a book of one or two chapters).
+    hides them.) ``toc`` replaces ``_toc.yml`` (the tests build a book of one or two chapters);
+    ``keep_sources`` keeps ``out/src`` (the tests search its student notebooks of every chapter).
     """
     src = out / "src"
     shutil.rmtree(src, ignore_errors=True)
@@ -219,7 +232,8 @@ def build_html(out: Path = STUDENT, *, toc: dict | None = None, warnings_are_err
     if (work / "_build" / "html").exists():
         shutil.move(str(work / "_build" / "html"), html)
     shutil.rmtree(work, ignore_errors=True)
-    shutil.rmtree(src, ignore_errors=True)
+    if not keep_sources:
+        shutil.rmtree(src, ignore_errors=True)
     if result.returncode:
         raise RuntimeError(f"the student edition's build failed or warned (exit status {result.returncode}); "
                            "`python3 dev.py book` shows the same warnings")

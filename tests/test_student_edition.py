@@ -8,6 +8,8 @@ two chapters of the table of contents: one with fenced solutions and one with ga
 
 from __future__ import annotations
 
+import copy
+import functools
 import html
 import re
 from pathlib import Path
@@ -17,7 +19,7 @@ import pytest
 
 from coursework.exercises import ROOT, chapter_notebooks, directives, exercise_pairs, exercise_text, read
 from coursework.leaks import ANSWERS_TAG
-from coursework.student import build_html, student_notebook
+from coursework.student import build_html, quotes, student_notebook
 from llmmath.check import EXERCISES, exercise_ids
 
 CHAPTERS = chapter_notebooks(numbered_only=True)  # the chapters proper: numbered parts of _toc.yml
@@ -75,10 +77,16 @@ def test_chapter_has_six_exercises_each_followed_by_its_solution(path):
     assert len([d for d in directives(nb) if d.kind == "solution"]) == len(re.findall(r"\{solution(?:-start)?\}", text))
 
 
+@functools.cache
+def _student(path: Path) -> nbformat.NotebookNode:
+    """The student notebook of a chapter, as `dev.py student` writes it (made once per session)."""
+    return student_notebook(read(path), chapter=path.stem)
+
+
 @pytest.mark.parametrize("path", CHAPTERS, ids=_ids(CHAPTERS))
 def test_student_notebook_has_no_solution(path):
     nb = read(path)
-    student = student_notebook(nb)
+    student = copy.deepcopy(_student(path))
     nbformat.validate(student)
     snippets = solution_snippets(nb)
     assert snippets, f"{path.name}: no solution snippet found, the test would prove nothing"
@@ -112,8 +120,7 @@ def test_student_notebook_has_no_solution(path):
         assert all(o in old.outputs for o in new.outputs)
         dropped = [o for o in old.outputs if o not in new.outputs]
         assert all(o.get("metadata", {}).get("scrapbook") for o in dropped), "only glue records may go"
-        assert not any(re.search(rf"(?<![\w-]){re.escape(o['metadata']['scrapbook']['name'])}(?![\w-])", remaining)
-                       for o in dropped), "a value the text quotes went"
+        assert not any(quotes(remaining, o["metadata"]["scrapbook"]["name"]) for o in dropped), "a quoted value went"
 
 
 def _small_toc() -> tuple[dict, list[Path]]:
@@ -131,7 +138,7 @@ def student_html(tmp_path_factory):
     toc, chosen = _small_toc()
     if not chosen:
         pytest.skip("no chapter with solutions in the table of contents")
-    out = build_html(tmp_path_factory.mktemp("student"), toc=toc, warnings_are_errors=False)
+    out = build_html(tmp_path_factory.mktemp("student"), toc=toc, warnings_are_errors=False, keep_sources=True)
     return out, chosen
 
 
@@ -224,16 +231,14 @@ CHECKABLE = sorted({p.stem for p in chapter_notebooks()} & {EXERCISES[k].chapter
 
 @pytest.fixture(scope="session")
 def student_edition(tmp_path_factory):
-    """What students receive, built once: the student notebooks of every chapter, the sources the
-    student HTML is built from (``_sources``), and every chapter's otter student notebook."""
+    """What students receive, built once: the student notebook of every chapter (the ones
+    test_student_notebook_has_no_solution made) and every chapter's otter student notebook."""
     from coursework.assign import build_all
-    from coursework.student import write_student_notebooks
 
     out = tmp_path_factory.mktemp("edition")
-    write_student_notebooks(out / "notebooks")
-    (out / "sources").mkdir()
-    for path in chapter_notebooks():
-        nbformat.write(student_notebook(read(path), stubs=False, keep_glue=True), out / "sources" / path.name)
+    (out / "notebooks").mkdir()
+    for path in CHAPTERS:
+        nbformat.write(_student(path), out / "notebooks" / path.name)
     build_all(out / "assignments", check=False)  # leaks and reference answers are checked here
     return out
 
@@ -251,7 +256,7 @@ def test_no_answer_leaks(student_edition, student_html, slug):
     from coursework.leaks import scan, summary
 
     html_out, chosen = student_html
-    folders = [student_edition / "notebooks", student_edition / "sources",
+    folders = [student_edition / "notebooks", html_out.parent / "src" / "chapters",  # the HTML's sources
                student_edition / "assignments" / slug / "dist" / "student"]
     if any(p.stem == slug for p in chosen):
         folders.append(html_out)
