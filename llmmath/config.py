@@ -457,10 +457,14 @@ def _text(d: Mapping[str, Any], key: str, default: str) -> str:
 
 
 def _activation(d: Mapping[str, Any], default: str, *keys: str) -> str:
-    """The activation named by the first of ``keys`` present and not null (the activation changes
-    no count), one of :data:`ACTIVATIONS`."""
+    """The activation named by the first of ``keys`` present and not null (Gemma's null
+    ``hidden_activation`` falls back to ``hidden_act``), one of :data:`ACTIVATIONS`; ``default``
+    when all are absent; null alone is refused."""
     k = _key(d, *keys)
     if k is None:
+        nulls = [key for key in keys if key in d]
+        if nulls:
+            raise TypeError(f"config field {nulls[-1]!r} must be one of {', '.join(ACTIVATIONS)}; got null")
         return default
     if not isinstance(d[k], str) or d[k] not in ACTIVATIONS:
         raise (ValueError if isinstance(d[k], str) else TypeError)(
@@ -633,20 +637,25 @@ def _distilbert(d: Mapping[str, Any]) -> dict[str, Any]:
 def _t5(d: Mapping[str, Any]) -> dict[str, Any]:
     """T5 (``T5ForConditionalGeneration``): encoder-decoder, relative position buckets, RMS norms
     without bias, no biases anywhere; ``feed_forward_proj`` an activation or ``gated-`` and one
-    ("relu" for T5, "gated-gelu" for T5 v1.1), as ``T5Config`` validates it."""
+    ("relu" for T5, "gated-gelu" for T5 v1.1), as ``T5Config`` validates it; ``is_gated_act`` and
+    ``dense_act_fn``, when the file has them, win (as in transformers 5)."""
     ffp = _text(d, "feed_forward_proj", "relu")
     parts = ffp.split("-")
     act = "gelu_new" if ffp == "gated-gelu" else parts[-1]  # transformers maps "gated-gelu" to gelu_new
     if len(parts) > 2 or (len(parts) == 2 and parts[0] != "gated") or act not in ACTIVATIONS:
         raise ValueError(f"config field 'feed_forward_proj' must be an activation or 'gated-' and one "
                          f"(e.g. 'relu', 'gated-gelu'; activations: {', '.join(ACTIVATIONS)}), got {ffp!r}")
+    # the published files also carry what transformers 4 derived from it, is_gated_act and
+    # dense_act_fn, and transformers 5 lets those win when present
+    gated = _flag(d, "is_gated_act", len(parts) == 2)
+    act = _activation(d, act, "dense_act_fn")
     n_layers = _req(d, "num_layers", "num_hidden_layers", maximum=MAX_COUNT)
     return dict(
         n_layers=_count(d, "num_decoder_layers", n_layers, null=n_layers), n_encoder_layers=n_layers,
         hidden_size=_req(d, "d_model", "hidden_size"),
         n_heads=_req(d, "num_heads", "num_attention_heads", maximum=MAX_COUNT),
         head_dim=_int(d, "d_kv", 64, "head_dim"), vocab_size=_req(d, "vocab_size"),
-        ffn_size=_int(d, "d_ff", 2048), ffn_kind="gated" if len(parts) == 2 else "mlp", activation=act,
+        ffn_size=_int(d, "d_ff", 2048), ffn_kind="gated" if gated else "mlp", activation=act,
         norm="rmsnorm", qkv_bias=False, out_bias=False, mlp_bias=False, position="relative",
         relative_buckets=_int(d, "relative_attention_num_buckets", 32),
         tie_embeddings=_flag(d, "tie_word_embeddings", True),
@@ -676,9 +685,9 @@ def _mixtral(d: Mapping[str, Any]) -> dict[str, Any]:
 def _qwen_window(d: Mapping[str, Any], kw: dict[str, Any], rule: Callable[[int], bool]) -> None:
     """Qwen: a sliding window only with ``use_sliding_window`` (the config then keeps
     ``sliding_window``, default 4096), on the layers ``rule`` picks (``layer_types`` wins)."""
+    window = _window(d, "sliding_window", 4096)  # validated even when unused
     if not _flag(d, "use_sliding_window", False):
         return
-    window = _window(d, "sliding_window", 4096)
     types = _layer_types(d, kw["n_layers"], rule) if window is not None else ()
     if "sliding" in types:
         kw.update(sliding_window=window, attention_types=types)
@@ -1071,7 +1080,8 @@ def from_hf_config(d: Mapping[str, Any], name: str | None = None) -> Transformer
     mt = d["model_type"]
     if not isinstance(mt, str) or mt not in SUPPORTED_MODEL_TYPES:
         raise ValueError(f"model_type {mt!r} is not supported; supported: {', '.join(SUPPORTED_MODEL_TYPES)}")
-    label = name or d.get("_name_or_path") or mt
+    label = _text(d, "_name_or_path", "")  # validated even when ``name`` is given
+    label = name or label or mt
     if mt in _TEXT_CONFIG_OF:
         inner = d.get("text_config")
         if not isinstance(inner, Mapping):
