@@ -280,7 +280,8 @@ def _serve_parser() -> argparse.ArgumentParser:
     p.add_argument("--prompt", type=_integer(), default=None, help="prompt tokens of the prefill, at most "
                    "--context (default: --context)")
     p.add_argument("--dtype", default=None, choices=_WEIGHT_DTYPES, help=f"weights: {', '.join(_WEIGHT_DTYPES)} "
-                   "(default bf16, fp16 on an accelerator without BF16; no fp8 on a V100)")
+                   "(default bf16; fp16 with --precision fp16_tensor or on a V100, which has no BF16; no fp8 on "
+                   "a V100)")
     p.add_argument("--kv-dtype", default=None, choices=_KV_DTYPES, help=f"KV cache: {', '.join(_KV_DTYPES)} "
                    "(default: as --dtype's default; no fp8 on a V100)")
     p.add_argument("--reserve-gb", type=_real(0), default=0.0,

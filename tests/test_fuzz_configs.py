@@ -196,7 +196,7 @@ def test_other_mutants_that_change_the_model_match_transformers(data: st.DataObj
     _assert_same_as_transformers(data.draw(st.sampled_from(_changed("published") + _changed("tiny"))))
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.data())
 def test_mutants_llmmath_reads_as_the_same_model_are_the_same_model_in_transformers(data: st.DataObject) -> None:
     """A mutated key llmmath ignores (or reads with the same meaning) is the same model in
