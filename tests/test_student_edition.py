@@ -226,9 +226,9 @@ def test_exercises_solutions_and_admonitions_become_markdown():
 
 
 # --------------------------------------------------------------------------------- answer leaks
-# Chapters whose exercises still print their answers in the chapter, being rewritten by the
-# pedagogy pass (issue 32): their leaks are listed by this test; remove a chapter once it passes.
-LEAKY = {"matmul-cost", "memory", "optimizers", "parameter-counts", "transformer-flops"}
+# Chapters whose exercises still print their answers in the chapter: their leaks are listed by this
+# test (strict xfail); remove a chapter once it passes. Empty: no chapter may leak.
+LEAKY: set[str] = set()
 CHECKABLE = sorted({p.stem for p in chapter_notebooks()} & {EXERCISES[k].chapter for k in exercise_ids()})
 
 
