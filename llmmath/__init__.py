@@ -4,9 +4,9 @@ Every formula of the book lives here exactly once; each chapter notebook explain
 One module per chapter topic; the chapter that derives a function is named in its docstring.
 Every public name of every module is also available at the top level (``llmmath.param_count``).
 
-==================  ===========================================================
+==================  ===============================================================================
 module              chapter
-==================  ===========================================================
+==================  ===============================================================================
 ``config``          models: :class:`TransformerConfig`, :func:`from_hf_config`
 ``presets``         published configurations (:func:`preset`)
 ``matmul``          the cost of a matrix multiply
@@ -25,8 +25,17 @@ module              chapter
 ``calibration``     published measured runs and the step-time model's fitted constants
 ``planning``        planning a training run and its serving end to end (``plan``, ``serve``)
 ``errata``          the seeds' claims, rechecked
-``check``           checking a reader's answers to the exercises
-==================  ===========================================================
+``check``           checking a reader's answers to the exercises (the machinery)
+``exercises``       each chapter's checkable exercises, ``exercises/<slug>.py`` (registered by ``check``)
+==================  ===============================================================================
+
+Two modules serve the notebooks only and are not part of the top level: ``display`` (Markdown
+tables, ``show_table``) and ``plotting`` (``import llmmath.plotting`` sets PNG figures and the
+book's style); and ``grading`` serves the assignments' autograder (their tests and first cell).
+The data the modules read lives in ``hf_configs/`` (published ``config.json`` files) and ``data/``
+(the errata's claims, ``data/errata.json``; the published measured training runs,
+``data/measured_runs.json``, and the step-time model's constants fitted to them,
+``data/calibration.json``).
 
 ``llmmath.check`` is the function :func:`check`; the module is ``llmmath.check`` in
 ``sys.modules`` (``from llmmath.check import describe`` works as usual).

@@ -222,7 +222,7 @@ def calibrated_efficiencies(gpu: str | Accelerator, precision: str, attention_ke
     a = pick(attention_key(gpu, attention_kernel), fused if attention_kernel != "eager" else [],
              "/attention-" + ("eager" if attention_kernel == "eager" else ""))
     n = cal["fit_rows"]
-    source = f"fitted to {n} published runs" + ("; " + "; ".join(notes) if notes else "")
+    source = f"fitted to {n} published runs" + ("; " + "; ".join(dict.fromkeys(notes)) if notes else "")
     return {"matmul": k, "matmul_16bit": k16, "attention": a, "scale_up": cal["link"]["scale_up"],
             "scale_out": cal["link"]["scale_out"], "calibrated": not notes, "source": source}
 

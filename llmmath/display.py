@@ -2,6 +2,12 @@
 
 Presentation only, no formula. Integers get thousands separators and columns of numbers are
 right-aligned, as the book's style asks for tables of model numbers.
+
+Used by the chapter notebooks only (``from llmmath.display import show_table``): no module of
+the formula sheet imports it and its names are not part of ``llmmath``'s top level. It stays a
+module of the package, rather than of the book's tooling, because the notebooks import it in
+every edition (locally, in the student notebooks and in JupyterLite, where only the ``llmmath``
+wheel is installed).
 """
 
 from __future__ import annotations

@@ -434,7 +434,8 @@ def nonmatmul_flops(cfg: TransformerConfig, batch: int, seq: int) -> dict[str, i
     - ``residual_and_bias``: 1 per element of every residual add and every bias add.
     - ``router``: per mixture-of-experts layer a softmax over the ``E`` router logits (5 per
       logit) and the weighted sum of the ``k`` experts' outputs (``k h``), per token.
-    - ``loss``: 5 per logit (max, subtract, exp, sum, pick), ``T V``.
+    - ``loss``: 5 per logit (the log-softmax's max, subtract, exp, sum and subtraction of the
+      log-sum-exp, as PyTorch's cross-entropy runs them; the loss then picks one logit per token), ``T V``.
 
     Not exact: kernels fuse, recompute and approximate these; the point is their size next to
     :func:`forward_flops`. Only the ``n_layers`` (decoder) layers are counted. Derived in chapter

@@ -1,6 +1,11 @@
 """Plot defaults for the book's notebooks: PNG output (never SVG) and a fixed, readable style.
 
 Importing this module is enough: ``import llmmath.plotting``. It has no public formula.
+
+Used by the chapter notebooks only (their first code cell): ``import llmmath`` does not import it,
+since it selects matplotlib's backend, and no module of the formula sheet depends on matplotlib.
+It ships inside the package so that the same first cell works in every edition of a notebook
+(locally, in the student notebooks and in JupyterLite).
 """
 
 from __future__ import annotations

@@ -570,9 +570,10 @@ def data_constrained_optimum(compute: float, unique_tokens: float, law: DataCons
 
 SARDANA_2024 = ChinchillaLaw(
     E=1.69, A=406.4, B=410.7, alpha=0.336, beta=0.283, name="Sardana et al. (2024)",
-    source="Hoffmann et al. (2022)'s printed A, B, E with alpha = 0.336, beta = 0.283, the exponents "
-           "Sardana et al. (2024) are reported to use (their Appendix A, not read here); with them "
-           "inference_optimal reproduces the example of their Figure 1",
+    source="Hoffmann et al. (2022)'s printed A, B, E with alpha = 0.336, beta = 0.283: the coefficients "
+           "Sardana et al. (2024)'s code assumes by default (the README of their repository: 'alpha=0.336, "
+           "beta=0.283, A=406.4, B=410.7, E=1.69'); with them inference_optimal reproduces the example "
+           "of their Figure 1",
 )
 
 

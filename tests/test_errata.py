@@ -1,13 +1,14 @@
 """Tests of the errata appendix.
 
-Every verdict is pinned here by hand (``EXPECTED``), derived from the appendix's rule and the
-published figures, not from llmmath: a formula change that flips a verdict fails
-``test_every_verdict_is_pinned``. The rule itself is tested on boundary cases, and the key
-corrected values are recomputed by hand or with ``transformers``.
+Every verdict is pinned by hand in the data file ``llmmath/data/errata.json`` (read here as JSON,
+``EXPECTED``), derived from the appendix's rule and the published figures, not from llmmath: a
+formula change that flips a verdict fails ``test_every_verdict_is_pinned``. The rule itself is
+tested on boundary cases, and the key corrected values are recomputed by hand or with ``transformers``.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -24,10 +25,12 @@ from llmmath.errata import (
     NAMED_MODELS,
     Claim,
     _half_unit,
-    _outside_layers_bytes,
-    _selective_step,
+    evaluate,
+    outside_layers_bytes,
+    selective_step,
     verdict,
 )
+from llmmath.errata import _claim as claim_from_row
 from llmmath.flops import training_flops
 from llmmath.presets import preset
 
@@ -36,76 +39,21 @@ LABELS = "".join(p.read_text(encoding="utf-8").replace("\\n", "\n") for p in (RO
 
 OK, APPROX, WRONG = "correct", "correct as an approximation", "wrong"
 
-#: The verdict of every claim, written by hand from the rule: exact presentation -> must be equal;
-#: approximate presentation -> within half a unit of the last digit printed.
-EXPECTED = {
-    # seed 000
-    "000-attn-params": OK, "000-mlp-params": OK, "000-ln-params": OK,
-    "000-tied-llama-7b": WRONG, "000-tied-mistral-7b": WRONG, "000-tied-qwen2-7b": WRONG,
-    "000-total-gpt2": WRONG,          # no final LayerNorm: short by 2h
-    "000-12lh2": APPROX,              # N / (l h^2) = 12.05 for GPT-3 175B
-    "000-layer-flops": OK, "000-logits": OK, "000-backward-2x": OK, "000-recompute-step": OK,
-    "000-megatron-identity": OK,
-    "000-96bslh2": WRONG,             # 98.9, not 96 +- 0.5
-    "000-8-per-param": APPROX,        # 8.21
-    "000-qkv-flops": OK, "000-scores-flops": OK, "000-values-flops": OK, "000-out-proj-flops": OK,
-    "000-mlp-flops": OK, "000-attn-act": OK, "000-softmax-act": OK, "000-mlp-act": OK, "000-layer-act": OK,
-    # seed 001
-    "001-matmul-exact": OK, "001-mlp-forward": OK, "001-mlp-backward": WRONG,
-    "001-backward-2x-mlp": APPROX,    # 1.75 rounds to 2
-    "001-gb": WRONG,
-    "001-llama3-8b": APPROX,          # 8.03B rounds to 8 (80 亿: one significant digit)
-    "001-qwen2-72b": WRONG,           # 72.7B rounds to 73, not 72
-    "001-adam-8p": OK, "001-momentum-4p": OK, "001-states-always-fp32": WRONG, "001-model-states-16p": OK,
-    "001-activations-2p-gpt3": APPROX,  # 1.58 bytes per parameter at b = 1
-    "001-activations-2p-gpt2": WRONG,   # 10.3
-    "001-total-18p": APPROX,          # 16 + 1.58 = 17.6
-    "001-total-24p": WRONG,           # 16 + 2.9 = 18.9
-    "001-adam-eps": WRONG,
-    "001-momentum-ema": OK,           # a convention: PyTorch's momentum with lr (1 - gamma) eta
-    "001-act-table-rows": WRONG, "001-layer-act": OK, "001-attn-scale": WRONG, "001-self-attn-act": OK,
-    "001-attn-act": OK, "001-mlp-act": OK,
-    "001-ln-act": WRONG,              # 2 bsh, not 1 bsh
-    "001-act-outside-layers": WRONG,  # 5bsh + 4bsv, not 4bsh
-    "001-self-attn-flops": WRONG,
-    "001-c-batch": WRONG,             # 12.4, not 13
-    "001-n-formula": WRONG, "001-13h2l": WRONG, "001-qkt-typo": WRONG, "001-layer-matmul-flops": WRONG,
-    "001-6n": APPROX,                 # 6.16
-    # seed 002
-    "002-layer-params": OK,
-    "002-ln-after": WRONG,            # 2L + 1 LayerNorms in a pre-LN GPT
-    "002-qwen-formula": WRONG, "002-qwen-1.8b": WRONG,
-    "002-model-total": WRONG,         # one layer, not the model
-    "002-7b-fp16": OK, "002-inference-weights": WRONG, "002-20phi": OK,
-    "002-130gb": WRONG,               # 140 GB (130 GiB)
-    "002-attn-scale": WRONG, "002-qkv-flops": OK, "002-scores-values-flops": OK, "002-self-attn-flops": OK,
-    "002-mlp-flops": OK, "002-logits": OK, "002-p-additions": WRONG, "002-layer-flops": OK,
-    "002-ratio-per-layer": APPROX, "002-2-per-param": APPROX, "002-backward-2x": OK, "002-6-per-param": APPROX,
-    "002-gpt3-params": APPROX,        # 174,604M rounds to 174,600M
-    "002-gpt3-flops": APPROX,         # 3.1428e23 rounds to 3.143e23
-    "002-8-with-recompute": APPROX,
-    "002-recompute-usual": WRONG,     # selective recomputation: 6.22
-    "002-train-seconds": WRONG,       # 2,914,663 s with the 174600M written
-    "002-train-days": APPROX,         # 33.7
-    # seed 003
-    "003-mha-layer": WRONG, "003-ffn-layer": WRONG, "003-bert-layer": WRONG,
-    "003-bert-12h2": APPROX, "003-bert-arithmetic": OK, "003-bert-count": WRONG,
-    "003-bert-101m": WRONG,           # 102.3M
-    "003-bert-110m": WRONG,
-    "003-llama-layer": WRONG, "003-llama-arithmetic": OK, "003-llama-65b-count": WRONG,
-    "003-llama-65b-about": APPROX,    # 65.29B rounds to 65B
-    # seed 004
-    "004-embedding": OK, "004-attention": WRONG, "004-w-o": WRONG, "004-ffn": WRONG, "004-layernorm": WRONG,
-    "004-total-gpt2": WRONG, "004-total-bert-classifier": WRONG,
-}
+#: The verdict of every claim, written by hand from the rule in the data file (its "verdict", with a
+#: "note" where the numbers behind it help): exact presentation -> must be equal; approximate
+#: presentation -> within half a unit of the last digit printed. Read here without llmmath.
+DATA = json.loads((ROOT / "llmmath" / "data" / "errata.json").read_text(encoding="utf-8"))
+EXPECTED = {f"{row['seed']}-{row['key']}": row["verdict"] for row in DATA["claims"]}
 
 
 def test_every_verdict_is_pinned():
     ids = [c.id for c in CLAIMS]
-    assert len(ids) == len(set(ids)), "claim ids must be unique"
+    assert len(ids) == len(set(ids)) == len(DATA["claims"]), "claim ids must be unique"
     assert set(ids) == set(EXPECTED), (set(ids) ^ set(EXPECTED))
+    assert set(EXPECTED.values()) == {OK, APPROX, WRONG}
     flipped = {c.id: verdict(c) for c in CLAIMS if verdict(c) != EXPECTED[c.id]}
     assert not flipped, flipped
+    assert all(c.pinned == EXPECTED[c.id] for c in CLAIMS)
 
 
 @pytest.mark.parametrize("claim", CLAIMS, ids=lambda c: c.id)
@@ -137,7 +85,8 @@ def _claim(stated, correct):
 
 @pytest.mark.parametrize(("stated", "correct", "expected"), [
     ("8", 8.5, APPROX), ("8", 7.5, APPROX), ("8", 8.5000001, WRONG), ("8", 7.4999999, WRONG),
-    ("8", 8.0, OK), ("130", 135.0, APPROX), ("130", 140.0, WRONG), ("1.92e9", 1.925e9, APPROX),
+    ("8", 8.0, APPROX),                           # approximate presentation: never "correct"
+    ("130", 135.0, APPROX), ("130", 140.0, WRONG), ("1.92e9", 1.925e9, APPROX),
     ("1.92e9", 1.9251e9, WRONG),
     (lambda: 8, 8.4, WRONG),                      # exact presentation: no rounding allowed
     (lambda: 1e12, 1e12 + 1, OK),                 # within EXACT_RTOL (floating-point rounding)
@@ -227,12 +176,12 @@ def test_gpt2_has_2l_plus_1_layernorms():
 
 def test_selective_recomputation_reruns_the_attention_products():
     b, s, h, L = 1, 2048, 12288, 96
-    assert _selective_step() - training_flops(preset("gpt3-175b"), b, s) == L * 4 * b * s * s * h
+    assert selective_step() - training_flops(preset("gpt3-175b"), b, s) == L * 4 * b * s * s * h
 
 
 def test_activations_outside_the_layers_by_hand():
     b, s, h, v = 1, 2048, 12288, 50257
-    assert _outside_layers_bytes(preset("gpt3-175b"), b, s) == 5 * s * b * h + 4 * s * b * v
+    assert outside_layers_bytes(preset("gpt3-175b"), b, s) == 5 * s * b * h + 4 * s * b * v
     assert _find("001-act-outside-layers").correct() == 5 * s * b * h + 4 * s * b * v
 
 
@@ -256,3 +205,41 @@ def test_disagreements_have_a_reference_value():
     for topic, statements in DISAGREEMENTS.items():
         assert len({s.seed for s in statements}) >= 2, topic
     assert DISAGREEMENT_REFERENCE["parameters of one GPT-3 175B layer"]() == 12 * 12288**2 + 13 * 12288
+
+
+def test_seed002_14gb_against_llama2_7b():
+    """Issue 31: "a 7B model in fp16 needs about 7 x 2 = 14 GB", compared with the real Llama 2 7B
+    (its published config.json, counted by hand and by transformers): 2 bytes x 6,738,415,616
+    parameters is 13.48 GB, which the seed's "14" (14 +- 0.5 GB) does not cover."""
+    h, f, L, V = 4096, 11008, 32, 32000  # meta-llama/Llama-2-7b-hf config.json
+    n = L * (4 * h * h + 3 * h * f + 2 * h) + 2 * V * h + h  # untied head, RMSNorm scales only
+    assert n == 6_738_415_616 == _hf_numel({"model_type": "llama", "hidden_size": h, "intermediate_size": f,
+                                            "num_hidden_layers": L, "num_attention_heads": 32, "vocab_size": V})
+    claim = _find("002-7b-fp16")
+    assert claim.correct() == 2 * n and claim.value() == 14e9 and claim.half_unit == 0.5e9
+    assert abs(14e9 - 2 * n) > 0.5e9  # 13.48 GB rounds to 13 GB, not 14
+    assert verdict(claim) == EXPECTED["002-7b-fp16"] == WRONG
+
+
+def test_expressions_of_the_data():
+    assert evaluate("2 * b * s**2 * h") == 2 * 2048**2 * 12288
+    assert evaluate("1 / sqrt(h / a)") == 1 / math.sqrt(128)
+    assert evaluate("param_count(preset('gpt2'))") == 124_439_808  # GPT-2 small (tied head)
+    assert evaluate("training_state_bytes(1, 'mixed', 'adam')['total']") == 16
+    assert evaluate("gpt3.n_layers") == 96
+    for bad, words in [("__import__('os')", "unknown name"), ("gpt3._replace", "private"), ("lambda: 1", "Lambda"),
+                       ("[1, 2]", "List"), ("1 +", "must be an expression"), ("nothing(1)", "unknown name")]:
+        with pytest.raises(ValueError, match=words):
+            evaluate(bad)
+
+
+def test_a_malformed_row_of_the_data_names_the_claim():
+    row = {"seed": "009", "key": "k", "section": "s", "claim": "c", "stated": "1", "recomputed": "1",
+           "ref": "errata", "verdict": OK}
+    assert verdict(claim_from_row(row)) == OK
+    with pytest.raises(ValueError, match="009-k.*exactly one of"):
+        claim_from_row({**row, "printed": "1"})
+    with pytest.raises(ValueError, match="009-k.*verdict"):
+        claim_from_row({**row, "verdict": "right"})
+    with pytest.raises(ValueError, match="009-k.*unknown name 'x'"):
+        claim_from_row({**row, "recomputed": "2 * x"})

@@ -202,6 +202,8 @@ def test_kipply_latency_bounds():
 
 
 def test_critical_batch_solves_the_inequality():
+    """Composition: critical_batch solves the roofline inequality over decode_flops and decode_bytes
+    (sympy here); the hand count of one case is tests/test_hand_counts.py::test_llama3_8b_serving_by_hand."""
     b = sp.symbols("b", positive=True)
     for name, gpu, n in [("llama-3-8b", "H100", 1), ("llama-3-8b", "A100", 64), ("gpt2", "TPU-v5e", 4),
                          ("qwen3-8b", "MI300X", 1), ("gpt2", "TPU-v5e", 32)]:
@@ -222,6 +224,8 @@ def test_critical_batch_solves_the_inequality():
 
 
 def test_decode_step_bound_and_throughput():
+    """Composition: the step bounds are the roofline of decode_flops/decode_bytes and prefill_flops
+    (hand-counted in tests/test_hand_counts.py::test_llama3_8b_serving_by_hand)."""
     cfg = llmmath.preset("llama-3-8b")
     spec = llmmath.GPUS["H100"]
     t = decode_step_seconds(cfg, 1, 1024, "H100")
@@ -235,6 +239,8 @@ def test_decode_step_bound_and_throughput():
 
 
 def test_max_decode_batch_by_brute_force():
+    """Composition: brute force over serving_memory_bytes (hand-counted for Llama 3 8B in
+    tests/test_hand_counts.py::test_llama3_8b_serving_by_hand)."""
     cfg = llmmath.preset("llama-3-8b")
     for tp, reserve, ctx in [(1, 0, 8192), (1, 5 * 10**9, 2048), (2, 10**9, 8192)]:
         best = max_decode_batch(cfg, ctx, "H100", reserve_bytes=reserve, tp=tp)

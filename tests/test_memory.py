@@ -160,6 +160,8 @@ def test_korthikanti_table2(s, b, h, a):
 
 
 def test_activation_total_is_layers_times_per_layer_and_terms_sum():
+    """Composition: the returned totals are sums of the terms (the terms themselves are checked
+    against Korthikanti et al. and against what PyTorch saves, below)."""
     cfg = _gpt(L=5)
     out = activation_bytes(cfg, 2, 16)
     assert tuple(out["terms"]) == ACTIVATION_TERMS
@@ -210,6 +212,13 @@ LLAMA_CASES = [  # (b, s, h, a, a_kv, head_dim, d_ff, activation, dtype, dropout
     (2, 8, 32, 4, 2, None, 48, "silu", "fp32", 0.0, True),  # SDPA's fused kernel, GQA
     (2, 8, 32, 4, 2, None, 48, "silu", "bf16", 0.0, True),
     (1, 9, 24, 6, 1, 8, 40, "gelu", "bf16", 0.0, True),
+    # d_q = a d_head != h in BF16 eager mode: K, V repeated to d_q (issue 31); wider and narrower
+    (2, 6, 24, 6, 3, 8, 36, "silu", "bf16", 0.0, False),  # d_q = 48 > h, GQA
+    (2, 7, 48, 4, 2, 8, 64, "silu", "bf16", 0.0, False),  # d_q = 32 < h, GQA
+    (1, 5, 24, 6, 1, 8, 36, "silu", "bf16", 0.0, False),  # d_q > h, MQA at b = 1: views
+    (2, 5, 48, 4, 1, 8, 64, "silu", "bf16", 0.0, False),  # d_q < h, MQA at b = 2: copies
+    (2, 6, 24, 6, 3, 8, 36, "silu", "bf16", 0.1, False),  # d_q > h, attention dropout
+    (2, 8, 48, 4, 2, 8, 64, "silu", "fp32", 0.0, True),  # d_q < h, fused kernel
 ]
 
 
@@ -355,6 +364,8 @@ def test_kv_cache_llama2_70b_published_shape():
 
 # ------------------------------------------------------------------------------------ largest batch
 def test_largest_batch_brute_force():
+    """Composition: largest_batch is the brute-force search over training_state_bytes and
+    activation_bytes (each checked independently above)."""
     cfg = PRESETS["gpt2"]
     cap = 12 * GB
     state = training_state_bytes(cfg)["total"]

@@ -293,6 +293,7 @@ def test_in_flight():
 
 # ------------------------------------------------------------------------------------ activations
 def test_stage_activations_single_gpu_is_activation_bytes_plus_ends():
+    """Composition: activation_bytes plus the pipeline ends (a full hand count is tests/test_hand_counts.py)."""
     cfg, b, s = _gpt(), 2, 32
     lay = Layout(microbatch_size=b)
     got = stage_activation_bytes(cfg, lay, s)
@@ -302,6 +303,7 @@ def test_stage_activations_single_gpu_is_activation_bytes_plus_ends():
 
 
 def test_first_stage_holds_all_layers_worth_korthikanti():
+    """Composition with activation_bytes, against Korthikanti et al.'s in-flight micro-batch count."""
     # Korthikanti et al.: with 1F1B the first stage keeps p micro-batches of L/p layers
     cfg, p = _gpt(L=16), 4
     lay = Layout(pp=p, microbatches=8, tp=2, sequence_parallel=True, recompute="selective")
@@ -313,6 +315,7 @@ def test_first_stage_holds_all_layers_worth_korthikanti():
 
 
 def test_context_parallel_scores_see_every_key():
+    """Composition with activation_bytes (its terms are checked in tests/test_memory.py)."""
     cfg, s, c = _gpt(), 64, 4
     with_cp = stage_activation_bytes(cfg, Layout(cp=c), s, dropout=False)
     full = activation_bytes(cfg, 1, s, dropout=False)["terms"]
@@ -324,6 +327,7 @@ def test_context_parallel_scores_see_every_key():
 
 
 def test_memory_zero_and_most_loaded():
+    """Composition with training_state_bytes; the hand count with experts is tests/test_hand_counts.py."""
     cfg = _gpt(L=8)
     lay = Layout(pp=2, dp=4, zero_stage=1, microbatches=4)
     rows = memory_per_stage(cfg, lay, 64)
@@ -374,6 +378,7 @@ def test_pipeline_context_expert_collectives():
 
 
 def test_communication_seconds_placement():
+    """Composition: collective_steps and collective_bytes (brute-forced above) on the pinned links."""
     cfg = preset("gpt3-175b")
     lay = Layout(tp=8, pp=16, dp=8, microbatches=16)
     secs = communication_seconds(cfg, lay, 2048, "A100")
@@ -388,6 +393,7 @@ def test_communication_seconds_placement():
 
 
 def test_tp_ratio_from_collectives_and_flops():
+    """Composition: the closed form against communication_bytes and layer_forward_flops."""
     # the closed form against llmmath's own counts: one GPT layer's tp bytes over its weight FLOPs
     for name, t in (("gpt3-175b", 8), ("llama-3-8b", 2)):
         cfg = preset(name)
@@ -404,6 +410,7 @@ def test_tp_ratio_from_collectives_and_flops():
 
 
 def test_dp_hiding_tokens_is_peak_over_bandwidth():
+    """Composition with the accelerator table; the literal is in tests/test_hand_counts.py."""
     h100 = accelerator("H100")
     # 2g bytes per parameter against 2/3 x 6 FLOPs per parameter and token: T = peak / beta for g = 2
     assert dp_hiding_tokens(7e9, "H100") == pytest.approx(gpu_peak_flops("H100") / h100.scale_out.bandwidth)
