@@ -25,7 +25,9 @@ from typing import Any
 
 from .config import TransformerConfig, from_hf_config, supported_families_table
 from .hardware import GPUS, accelerator
+from .inference import ALLREDUCE_ALGORITHMS
 from .presets import PRESETS, preset
+from .units import DTYPES
 
 _LAYOUT_FLAGS = ("tp", "pp", "cp", "ep", "zero", "micro_batch", "recompute")
 
@@ -190,16 +192,49 @@ def _plan_parser() -> argparse.ArgumentParser:
 
 def _serve_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="python -m llmmath serve", description="Plan serving: weights and KV cache per GPU, the "
-                "largest batch, latency bounds and throughput (tensor parallelism over --gpus).")
+                "largest batch, the time to first token, the time per output token and the throughput: lower "
+                "bounds on time (upper bounds on throughput) and calibrated predictions, each labelled. "
+                "Tensor parallelism over --gpus inside one node; beyond one node, pipeline stages across nodes.")
     _common(p)
-    p.add_argument("--context", required=True, type=int, help="tokens per sequence (prompt + output)")
+    p.set_defaults(precision=None)
+    p.add_argument("--context", required=True, type=int, help="tokens per request: prompt + output")
     p.add_argument("--batch", type=int, default=None, help="concurrent sequences (default: the largest that fits)")
-    p.add_argument("--prompt", type=int, default=None, help="prompt tokens of the prefill (default: --context)")
-    p.add_argument("--dtype", default="bf16", help="weights: fp32, fp16, bf16, fp8, int8, int4 (default bf16)")
+    p.add_argument("--prompt", type=int, default=None, help="prompt tokens per request (default: --context - "
+                   "--output, or half of --context)")
+    p.add_argument("--output", type=int, default=None, help="generated tokens per request (default: --context - "
+                   "--prompt)")
+    p.add_argument("--dtype", default=None, choices=DTYPES, help="weights: W8A8 for fp8 (the FP8 peak where the "
+                   "GPU has it), W8A16/W4A16 for int8/int4 (the 16-bit peak); default: the checkpoint's "
+                   "quantization_config (DeepSeek-V3: FP8 blocks; GPTQ/AWQ: int4 with scales), else bf16")
     p.add_argument("--kv-dtype", default="bf16", help="KV cache: fp32, fp16, bf16, fp8, int8 (default bf16)")
-    p.add_argument("--reserve-gb", type=float, default=0.0,
-                   help="GB per GPU kept for activations and the runtime (default 0)")
+    p.add_argument("--reserve-gb", type=float, default=None,
+                   help="GB per GPU kept for activations and the runtime (default: what vLLM's default "
+                        "gpu_memory_utilization 0.9 leaves, 10%% of the memory the driver reports)")
+    p.add_argument("--allreduce", default="best", choices=("best",) + ALLREDUCE_ALGORITHMS,
+                   help="tensor-parallel all-reduce (default: the fastest the GPUs offer)")
+    p.add_argument("--price-per-gpu-hour", type=float, default=None,
+                   help="price of one GPU-hour, for the cost per million output tokens")
     return p
+
+
+def _checkpoint_format(spec: str) -> Any:
+    """The weight format a config.json (a path, or a preset copied from one) declares, or None."""
+    from .inference import weight_format_from_hf
+
+    path = Path(spec)
+    if spec.endswith(".json") or path.exists():
+        data = json.loads(path.read_text(encoding="utf-8"))
+    else:
+        from importlib import resources
+
+        name = resources.files("llmmath").joinpath("hf_configs", f"{spec}.json")
+        if spec not in PRESETS or not name.is_file():
+            return None
+        data = json.loads(name.read_text(encoding="utf-8"))
+    if "quantization_config" not in data and "quantization_config" not in data.get("text_config", {}):
+        return None
+    return weight_format_from_hf(data if "quantization_config" in data else
+                                 {**data["text_config"], "torch_dtype": data.get("torch_dtype")})
 
 
 def _gb(n: float) -> str:
@@ -289,44 +324,129 @@ def _plan(argv: Sequence[str]) -> int:
     return 0
 
 
+def _sig3(x: float) -> str:
+    """``x`` with three significant figures, trailing zeros kept (0.336, 23.0, 141, 1,234)."""
+    if x >= 100 or x == 0:
+        return f"{x:,.0f}"
+    return f"{x:.{2 - math.floor(math.log10(abs(x)))}f}"
+
+
+def _gb3(n: float) -> str:
+    """Bytes as GB with three significant figures (0.336 GB, 17.6 GB, 141 GB)."""
+    return f"{_sig3(n / 1e9)} GB"
+
+
+def _duration(seconds: float) -> str:
+    """Seconds from one second up, milliseconds below, three significant figures."""
+    return f"{_sig3(seconds)} s" if seconds >= 1 else f"{_sig3(seconds * 1e3)} ms"
+
+
+def _breakdown(t: dict[str, Any], memory_key: str) -> str:
+    parts = [f"weights read {_duration(t['weights_read'])}",
+             f"KV {'read' if memory_key == 'kv_read' else 'written'} {_duration(t[memory_key])}",
+             f"compute {_duration(t['matmul_compute'] + t['attention_compute'])} (weight products "
+             f"{_duration(t['matmul_compute'])}, attention {_duration(t['attention_compute'])})"]
+    if t["allreduce"] != "none":
+        parts.append(f"communication {_duration(t['communication'])} ({t['allreduce']} all-reduce)")
+    return ", ".join(parts)
+
+
+def _serve_rows(run: dict[str, Any], args: argparse.Namespace) -> list[tuple[str, str]]:
+    c = run["cluster"]
+    moe = "seconds_per_output_token_most_experts" in run
+    rows = [
+        ("weights per GPU", f"{_gb3(run['weights_bytes_per_gpu'])} ({run['dtype']}; products at {c['precision']})"),
+        ("KV cache", f"{run['kv_bytes_per_token_per_gpu']:,.0f} bytes per token per GPU, "
+                     f"{_gb3(run['kv_bytes_per_sequence_per_gpu'])} per {run['context']:,}-token sequence"),
+        ("memory", f"{_gb3(c['memory_bytes'])} per GPU as the driver reports it (data sheet "
+                   f"{_gb3(c['memory_bytes_data_sheet'])}), reserve {_gb3(run['reserve_bytes'])} "
+                   f"({run['reserve_source']}; --reserve-gb)"),
+        ("largest batch", f"{run['max_batch']:,} sequences of {run['context']:,} tokens"),
+    ]
+    if not run["fits"]:
+        if run["memory_margin_bytes"] < 0:
+            need = run["gpus_needed"]
+            hint = ""
+            if need is not None:
+                domain = accelerator(args.gpu).domain_size
+                tp, pp = (need, 1) if need <= domain else (domain, need // domain)
+                hint = (f"; {need} GPUs hold them: --gpus {need} (tensor parallel {tp}"
+                        + (f" x {pp} pipeline stages, one per node)" if pp > 1 else ")"))
+            narrow = run["dtype"].startswith(("fp8", "int"))
+            rows.append(("weights", f"do NOT fit: {_gb3(-run['memory_margin_bytes'])} over per GPU (with the "
+                                    f"reserve){hint}" + ("" if narrow else ", or quantize (--dtype fp8)")))
+        else:
+            rows.append(("batch", f"{run['batch']:,} does NOT fit: {-run['batch_margin']:,} sequences too many"
+                         if run["batch"] else "not even one sequence fits beside the weights"))
+        return rows
+    b, p, o = run["batch"], run["prompt"], run["output"]
+    step, pstep = run["step"], run["predicted_step"]
+    steady, psteady = run["steady"], run["predicted_steady"]
+    rows += [
+        (f"at batch {b:,}", f"memory {_gb3(run['memory_bytes_per_gpu'])} per GPU; requests of {p:,} prompt + "
+                             f"{o:,} output tokens"),
+        ("time to first token", f"bound >= {_duration(run['ttft_seconds'])}, predicted "
+                                f"{_duration(run['predicted_ttft_seconds'])} (one {p:,}-token prompt, idle server)"),
+        ("prefill of the batch", f"bound >= {_duration(run['prefill_seconds'])}, predicted "
+                                 f"{_duration(run['predicted_prefill_seconds'])} ({b:,} prompts at once)"),
+        ("  bound, per term", _breakdown(run["prefill"], "kv_write")),
+        ("per output token", f"bound >= {_duration(run['seconds_per_output_token'])}, predicted "
+                             f"{_duration(run['predicted_seconds_per_output_token'])} "
+                             f"(decode step at {run['context'] - 1:,} tokens held)"),
+        ("  bound, per term", _breakdown(step, "kv_read")
+         + (" (the whole model over its tensor-parallel group; the stages split it)" if c["pp"] > 1 else "")),
+        ("  predicted, per term", _breakdown(pstep, "kv_read") + " (in series)"),
+    ]
+    if moe:
+        rows.append(("  experts", f"bound with k experts per layer; if the batch touches every expert it can: "
+                                  f">= {_duration(run['seconds_per_output_token_most_experts'])}"))
+    rows += [
+        ("throughput (decode)", f"bound <= {run['tokens_per_second']:,.0f} tokens/s, predicted "
+                                f"{run['predicted_tokens_per_second']:,.0f}"),
+        ("steady state", f"bound <= {steady['output_tokens_per_second']:,.0f} output tokens/s, "
+                         f"{steady['requests_per_second']:,.3g} requests/s; predicted "
+                         f"{psteady['output_tokens_per_second']:,.0f} tokens/s, "
+                         f"{psteady['requests_per_second']:,.3g} requests/s (prefill included)"),
+    ]
+    if steady["cost_per_million_output_tokens"] is not None:
+        rows.append(("cost", f"bound >= {steady['cost_per_million_output_tokens']:,.3g}, predicted "
+                             f"{psteady['cost_per_million_output_tokens']:,.3g} per million output tokens "
+                             f"at {args.price_per_gpu_hour:g} per GPU-hour"))
+    cal = run["calibration"]
+    rows.append(("prediction", f"kernels at {cal['compute_efficiency']:.0%} of peak FLOP/s and "
+                               f"{cal['memory_efficiency']:.0%} of bandwidth ({cal['name']}; error {cal['error']})"))
+    if c["pp"] > 1:
+        rows.append(("pipeline", f"{c['pp']} stages of {c['tp']} GPUs: the stages' work spread evenly, a token "
+                                 "reading every stage's weights in turn; hand-offs between nodes not timed"))
+    return rows
+
+
 def _serve(argv: Sequence[str]) -> int:
+    from .inference import weight_format
     from .planning import serving_run
 
     args = _serve_parser().parse_args(argv)
     cfg = load(args.model)
-    if not math.isfinite(args.reserve_gb) or args.reserve_gb < 0:
+    if args.reserve_gb is not None and (not math.isfinite(args.reserve_gb) or args.reserve_gb < 0):
         raise ValueError(f"--reserve-gb must be a number >= 0, got {args.reserve_gb}")
+    if args.price_per_gpu_hour is not None and (not math.isfinite(args.price_per_gpu_hour)
+                                                or args.price_per_gpu_hour < 0):
+        raise ValueError(f"--price-per-gpu-hour must be a number >= 0, got {args.price_per_gpu_hour}")
+    dtype = weight_format(args.dtype) if args.dtype else (_checkpoint_format(args.model) or weight_format("bf16"))
     run = serving_run(cfg, args.gpu, args.gpus, args.context, batch=args.batch, prompt=args.prompt,
-                      dtype=args.dtype, kv_dtype=args.kv_dtype, reserve_bytes=round(args.reserve_gb * 1e9),
-                      precision=args.precision)
+                      output=args.output, dtype=dtype, kv_dtype=args.kv_dtype,
+                      reserve_bytes=None if args.reserve_gb is None else round(args.reserve_gb * 1e9),
+                      precision=args.precision, allreduce=args.allreduce,
+                      price_per_gpu_hour=args.price_per_gpu_hour)
     if args.json:
         print(json.dumps(run, indent=2))
         return 0 if run["fits"] else 1
     c = run["cluster"]
+    layout = f"tensor parallel {c['tp']}" + (f" x {c['pp']} pipeline stages" if c["pp"] > 1 else "")
     print(f"Serving {cfg.name} ({run['model']['params']:,} parameters) on {c['n_gpus']} x {c['gpu']} "
-          f"(tensor parallel {c['n_gpus']}), {run['context']:,}-token sequences, weights {run['dtype']}, "
-          f"KV cache {run['kv_dtype']}")
-    rows = [
-        ("weights per GPU", _gb(run["weights_bytes_per_gpu"])),
-        ("KV cache per sequence", f"{_gb(run['kv_bytes_per_sequence_per_gpu'])} per GPU"),
-        ("largest batch", f"{run['max_batch']:,} sequences (memory {_gb(c['memory_bytes'])} per GPU, reserve "
-                          f"{_gb(run['reserve_bytes'])}: --reserve-gb)"),
-    ]
-    if run["fits"]:
-        rows += [
-            (f"at batch {run['batch']:,}", f"memory {_gb(run['memory_bytes_per_gpu'])} per GPU"),
-            ("prefill (time to first token)", f">= {run['prefill_seconds'] * 1e3:,.1f} ms for "
-                                              f"{run['batch']:,} x {run['prompt']:,}-token prompts at once"),
-            ("per output token", f">= {run['seconds_per_output_token'] * 1e3:,.2f} ms"),
-            ("throughput", f"<= {run['tokens_per_second']:,.0f} tokens/s"),
-        ]
-    elif run["memory_margin_bytes"] < 0:
-        rows.append(("weights", f"do NOT fit: {_gb(-run['memory_margin_bytes'])} over per GPU (with the reserve); "
-                                "raise --gpus or quantize (--dtype fp8)"))
-    else:
-        rows.append(("batch", f"{run['batch']:,} does NOT fit: {-run['batch_margin']:,} sequences too many"
-                     if run["batch"] else "not even one sequence fits beside the weights"))
-    _print_rows(rows)
+          f"({layout}), weights {run['dtype']}, KV cache {run['kv_dtype']}. 'bound': no engine can do better "
+          "(kernels at peak); 'predicted': at the calibrated efficiencies")
+    _print_rows(_serve_rows(run, args))
     return 0 if run["fits"] else 1
 
 
@@ -343,7 +463,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, TypeError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    parser = argparse.ArgumentParser(prog="python -m llmmath", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m llmmath", description=__doc__.split("\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="commands (each takes --help):\n  " + _plan_parser().format_usage().replace("usage: ", "")
+        + "  " + _serve_parser().format_usage().replace("usage: ", ""))
     parser.add_argument("model", nargs="?", help="a preset name or the path of a config.json "
                         "(or a command: plan, serve; see python -m llmmath plan --help)")
     parser.add_argument("--list", action="store_true", help="list the preset names")
