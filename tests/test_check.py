@@ -175,8 +175,10 @@ def test_describe_names_every_part_and_tolerance():
 
 
 def _chapter_text(slug: str) -> str:
-    nb = nbformat.read(ROOT / "chapters" / f"{slug}.ipynb", as_version=4)
-    return "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    """The markdown of a chapter and of its reference sub-page, if it has one."""
+    paths = [ROOT / "chapters" / f"{name}.ipynb" for name in (slug, f"{slug}-reference")]
+    cells = [c for path in paths if path.exists() for c in nbformat.read(path, as_version=4).cells]
+    return "\n".join(c.source for c in cells if c.cell_type == "markdown")
 
 
 @pytest.mark.parametrize("label", sorted(EXERCISES))
@@ -286,9 +288,9 @@ GLUED = {
     ("optim-ex-memory", "bytes_per_param"): "optim-ex-mem-bpp",
     ("optim-ex-memory", "gib"): "optim-ex-mem-gib",
     ("optim-ex-memory", "saved_gib"): "optim-ex-mem-saved-gib",
-    ("optim-ex-first-step", "t1_0999"): "optim-bias-adam-t1",
-    ("optim-ex-first-step", "max_0999"): "optim-bias-adam-max",
-    ("optim-ex-first-step", "max_095"): "optim-ex-b95-max",
+    ("optim-ex-first-step", "t1_099"): "optim-ex-b099-t1",
+    ("optim-ex-first-step", "max_099"): "optim-ex-b099-max",
+    ("optim-ex-first-step", "max_095"): "optim-ex-b095-max",
     ("scaling-laws-ex-h100", "days"): "scaling-ex-h100-days",
     ("scaling-laws-ex-h100", "days_no_recompute"): "scaling-ex-h100-days-norecompute",
     ("scaling-laws-ex-gopher", "compute_ratio"): "scaling-ex-gopher-chin-cratio",
@@ -303,10 +305,10 @@ GLUED = {
     ("optim-ex-schedule", "lr_cosine_last"): "optim-ex-sched-cos-last",
     ("optim-ex-clip", "norm"): "optim-ex-clip-norm",
     ("optim-ex-clip", "first"): "optim-ex-clip-first",
-    ("optim-ex-beta2", "horizon_095"): "optim-horizon-095",
-    ("optim-ex-beta2", "bound_095"): "optim-bound-095",
-    ("optim-ex-beta2", "bound_0999"): "optim-bound-0999",
-    ("optim-ex-beta2", "growth_0999"): "optim-ex-beta2-growth",
+    ("optim-ex-beta2", "horizon_098"): "optim-ex-horizon-098",
+    ("optim-ex-beta2", "bound_098"): "optim-ex-bound-098",
+    ("optim-ex-beta2", "bound_09999"): "optim-ex-bound-09999",
+    ("optim-ex-beta2", "growth_09999"): "optim-ex-growth-09999",
     ("scaling-laws-ex-epochs", "effective_tokens"): "scaling-ex-epochs-deff",
     ("scaling-laws-ex-epochs", "epochs_half"): "scaling-ex-epochs-half",
     ("scaling-laws-ex-data-optimum", "dc_n_params"): "scaling-ex-dc-n",

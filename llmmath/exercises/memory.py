@@ -79,7 +79,7 @@ EXERCISES = [
     Exercise("mem-ex-mqa", "mem-exercises", "Exercises", "Llama 2 70B.",
              (Part("mqa_factor", "MHA cache / MQA cache", lambda: _kv_shrink(1), 1e-6),
               Part("gqa_factor", "MHA cache / the model's GQA cache", lambda: _kv_shrink(None), 1e-6))),
-    Exercise("mem-ex-llama-act", "mem-llama", "A Llama layer, term by term",
+    Exercise("mem-ex-llama-act", "mem-check", "Check against PyTorch: what a GPT-2 block really saves",
              "Llama 2 7B in transformers, BF16, no dropout, b = 1, s = 4096, all layers.",
              (Part("eager_gb", "activations with eager attention, in GB", lambda: _llama_act_gb(False), 1e-3),
               Part("fused_gb", "activations with SDPA's fused kernel, in GB", lambda: _llama_act_gb(True), 1e-3))),

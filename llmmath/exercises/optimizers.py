@@ -62,8 +62,9 @@ def _clip_example(what: str) -> float:
 
 
 def _beta2(what: str) -> float:
-    return {"horizon_095": lambda: ema_horizon(0.95), "bound_095": lambda: adam_update_bound(0.9, 0.95),
-            "bound_0999": lambda: adam_update_bound(0.9, 0.999), "growth_0999": lambda: 0.999 / 0.9}[what]()
+    # beta2 = 0.98 and 0.9999: the chapter's text works 0.95, 0.99 and 0.999 out, so these are new
+    return {"horizon_098": lambda: ema_horizon(0.98), "bound_098": lambda: adam_update_bound(0.9, 0.98),
+            "bound_09999": lambda: adam_update_bound(0.9, 0.9999), "growth_09999": lambda: 0.9999 / 0.9}[what]()
 
 
 EXERCISES = [
@@ -72,8 +73,8 @@ EXERCISES = [
               Part("gib", "total GiB (2^30 bytes)", lambda: _adamw_memory("gib"), 1e-3),
               Part("saved_gib", "GiB saved by 8-bit moments", lambda: _adamw_memory("saved"), 1e-3))),
     Exercise("optim-ex-first-step", "optim-bias", "Bias correction", "beta1 = 0.9, t = 1 ... 5000.",
-             (Part("t1_0999", "the step / eta at t = 1 for beta2 = 0.999", lambda: _first_step(0.999, False), 1e-3),
-              Part("max_0999", "its maximum over t for beta2 = 0.999", lambda: _first_step(0.999, True), 1e-3),
+             (Part("t1_099", "the step / eta at t = 1 for beta2 = 0.99", lambda: _first_step(0.99, False), 1e-3),
+              Part("max_099", "its maximum over t for beta2 = 0.99", lambda: _first_step(0.99, True), 1e-3),
               Part("max_095", "its maximum over t for beta2 = 0.95", lambda: _first_step(0.95, True), 1e-3))),
     Exercise("optim-ex-hb-stability", "optim-quadratic", "How large a step, how much momentum",
              "The quadratic (x1^2 + 50 x2^2) / 2, momentum mu = 0.9.",
@@ -95,9 +96,9 @@ EXERCISES = [
              (Part("norm", "the global norm before clipping", lambda: _clip_example("norm"), 1e-9),
               Part("first", "the first coordinate after clipping", lambda: _clip_example("first"), 1e-9))),
     Exercise("optim-ex-beta2", "optim-beta2", "Why large models use beta2 = 0.95", "beta1 = 0.9.",
-             (Part("horizon_095", "averaging horizon for beta2 = 0.95", lambda: _beta2("horizon_095"), 1e-9),
-              Part("bound_095", "largest step / eta for beta2 = 0.95", lambda: _beta2("bound_095"), 1e-6),
-              Part("bound_0999", "largest step / eta for beta2 = 0.999", lambda: _beta2("bound_0999"), 1e-6),
-              Part("growth_0999", "growth factor per step of the extremal gradient for beta2 = 0.999",
-                 lambda: _beta2("growth_0999"), 1e-6))),
+             (Part("horizon_098", "averaging horizon for beta2 = 0.98", lambda: _beta2("horizon_098"), 1e-9),
+              Part("bound_098", "largest step / eta for beta2 = 0.98", lambda: _beta2("bound_098"), 1e-6),
+              Part("bound_09999", "largest step / eta for beta2 = 0.9999", lambda: _beta2("bound_09999"), 1e-6),
+              Part("growth_09999", "growth factor per step of the extremal gradient for beta2 = 0.9999",
+                 lambda: _beta2("growth_09999"), 1e-6))),
 ]
