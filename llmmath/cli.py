@@ -358,9 +358,10 @@ def _serve_rows(run: dict[str, Any], args: argparse.Namespace) -> list[tuple[str
         ("weights per GPU", f"{_gb3(run['weights_bytes_per_gpu'])} ({run['dtype']}; products at {c['precision']})"),
         ("KV cache", f"{run['kv_bytes_per_token_per_gpu']:,.0f} bytes per token per GPU, "
                      f"{_gb3(run['kv_bytes_per_sequence_per_gpu'])} per {run['context']:,}-token sequence"),
-        ("memory", f"{_gb3(c['memory_bytes'])} per GPU as the driver reports it (data sheet "
-                   f"{_gb3(c['memory_bytes_data_sheet'])}), reserve {_gb3(run['reserve_bytes'])} "
-                   f"({run['reserve_source']}; --reserve-gb)"),
+        ("memory", f"{_gb3(c['memory_bytes'])} per GPU ({c['memory_source']}"
+                   + (f"; data sheet {_gb3(c['memory_bytes_data_sheet'])}"
+                      if c["memory_bytes"] != c["memory_bytes_data_sheet"] else "")
+                   + f"), reserve {_gb3(run['reserve_bytes'])} ({run['reserve_source']}; --reserve-gb)"),
         ("largest batch", f"{run['max_batch']:,} sequences of {run['context']:,} tokens"),
     ]
     if not run["fits"]:

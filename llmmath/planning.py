@@ -351,6 +351,7 @@ def serving_run(
     out: dict[str, Any] = {
         "model": {"name": cfg.name, "params": param_count(cfg), "active_params": active_param_count(cfg)},
         "cluster": {"gpu": spec.name, "n_gpus": n_total, "tp": t, "pp": pp, "memory_bytes": memory,
+                    "memory_source": "the driver's report" if memory != spec.memory_bytes else "the data sheet",
                     "memory_bytes_data_sheet": spec.memory_bytes, "memory_bandwidth": spec.memory_bandwidth,
                     "precision": precision, "peak_flops": gpu_peak_flops(spec, precision)},
         "context": n, "prompt": p, "output": o, "dtype": fmt.name, "kv_dtype": kv_dtype,
