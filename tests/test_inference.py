@@ -567,16 +567,18 @@ def test_generation_and_steady_state_sum_the_steps():
     g = llmmath.generation_seconds(cfg, b, p, o, "H100")
     assert g["decode"] == pytest.approx(brute, rel=1e-9)  # memory-bound every step: no max to split
     assert g["prefill"] == prefill_seconds(cfg, b, p, "H100")
-    st = llmmath.steady_state(cfg, b, p, o, "H100")
-    pre = prefill_times(cfg, 1, p, "H100")
-    weights = sum(s["weights_read"] for s in steps) / b
-    matmul = pre["matmul_compute"] + sum(s["matmul_compute"] for s in steps) / b
-    kv = pre["kv_write"] + sum(s["kv_read"] for s in steps) / b
-    attention = pre["attention_compute"] + sum(s["attention_compute"] for s in steps) / b
-    want = max(matmul, weights) + max(kv, attention)
-    assert st["request_seconds"] == pytest.approx(want, rel=1e-9)
-    assert st["output_tokens_per_second"] == pytest.approx(o / want)
-    assert st["seconds_per_output_token"] == pytest.approx(b * want / (o - 1))
+    for p, o in ((512, 33), (4096, 9)):  # decode-dominated, then prefill-dominated
+        steps = [decode_step_times(cfg, b, p + j, "H100") for j in range(o - 1)]
+        st = llmmath.steady_state(cfg, b, p, o, "H100")
+        pre = prefill_times(cfg, 1, p, "H100")
+        weights = sum(s["weights_read"] for s in steps) / b
+        matmul = pre["matmul_compute"] + sum(s["matmul_compute"] for s in steps) / b
+        kv = pre["kv_write"] + sum(s["kv_read"] for s in steps) / b
+        attention = pre["attention_compute"] + sum(s["attention_compute"] for s in steps) / b
+        want = max(matmul, weights) + max(kv, attention)
+        assert st["request_seconds"] == pytest.approx(want, rel=1e-9)
+        assert st["output_tokens_per_second"] == pytest.approx(o / want)
+        assert st["seconds_per_output_token"] == pytest.approx(b * want / (o - 1))
 
 
 # ---- published measurements: every bound below (or above) what was measured ----------------------
