@@ -107,6 +107,8 @@ def _extra_rows(cfg: TransformerConfig) -> list[tuple[str, str]]:
     rows.append((f"training FLOPs / token ({label})",
                  f"{llmmath.training_flops(cfg, 1, seq, decoder_seq=dec) / seq:.4g}"))
     rows.append(("weights in bf16", f"{llmmath.weight_bytes(cfg, 'bf16') / 1e9:,.2f} GB"))
+    if cfg.causal and not cfg.is_encoder_decoder:
+        rows.append(("KV cache / token (bf16)", f"{llmmath.kv_bytes(cfg, 1, 1):,} bytes"))
     return rows
 
 
@@ -127,6 +129,8 @@ def _summary_json(cfg: TransformerConfig) -> dict[str, Any]:
         "forward_flops_per_token": llmmath.forward_flops(cfg, 1, seq, decoder_seq=dec) / seq,
         "training_flops_per_token": llmmath.training_flops(cfg, 1, seq, decoder_seq=dec) / seq,
         "weight_bytes_bf16": llmmath.weight_bytes(cfg, "bf16"),
+        "kv_bytes_per_token_bf16": (llmmath.kv_bytes(cfg, 1, 1) if cfg.causal and not cfg.is_encoder_decoder
+                                    else None),
     }
 
 

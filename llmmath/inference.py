@@ -562,7 +562,7 @@ def allocatable_memory_bytes(gpu: str | Accelerator) -> int:
     """The memory an application on ``gpu`` can ask for: the total the driver reports where it
     is published (``nvidia-smi``: 81,559 MiB, 85.5e9 bytes, for an H100 SXM 80 GB, whose data sheet
     says 80 GB; 81,920 MiB for an A100 80 GB, 40,960 MiB for an A100 40 GB), else the data sheet's
-    capacity (:mod:`llmmath.hardware`, decimal bytes, smaller: the conservative reading). Part of
+    capacity (``llmmath.GPUS``, decimal bytes, smaller: the conservative reading). Part of
     it goes to the CUDA context and the engine's buffers: the reserve of :func:`max_decode_batch`.
     Derived in chapter :doc:`/chapters/serving`.
     """
@@ -740,7 +740,7 @@ def allreduce_cost(algorithm: str, tp: int, message_bytes: float) -> tuple[int, 
 def allreduce_seconds(message_bytes: float, tp: int, gpu: str | Accelerator, algorithm: str) -> float:
     """Time of one all-reduce under the latency-bandwidth model, ``steps alpha + bytes / W_link``
     (:func:`allreduce_cost`) on the scale-up link of ``gpu`` (latency ``alpha``, per-direction
-    bandwidth ``W_link``: :mod:`llmmath.hardware`; the latency is an assumption). The algorithm must
+    bandwidth ``W_link``: ``llmmath.GPUS``; the latency is an assumption). The algorithm must
     be one the hardware offers (:func:`allreduce_algorithms`). At decode sizes (``M = 2bh`` bytes,
     kilobytes) the latency term decides: a ring pays ``2(t-1)`` of them, one-shot one.
     Derived in chapter :doc:`/chapters/serving`.

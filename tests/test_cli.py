@@ -15,6 +15,9 @@ def test_preset_summary(capsys):
     assert main(["llama-65b"]) == 0
     out = capsys.readouterr().out
     assert "8,192" in out and "22,016" in out and "rmsnorm" in out
+    assert main(["llama-3-8b"]) == 0  # 2 (K and V) x 32 layers x 8 heads x 128 x 2 bytes
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("KV cache / token (bf16)"))
+    assert line.endswith(f" {2 * 32 * 8 * 128 * 2:,} bytes")
 
 
 def test_config_json_summary(tmp_path, capsys):
