@@ -24,25 +24,43 @@ from pathlib import Path
 from typing import Any
 
 from .config import TransformerConfig, from_hf_config, supported_families_table
-from .hardware import GPUS, accelerator
+from .hardware import GPUS, Accelerator, accelerator, check_storage_dtype, default_precision
 from .inference import ALLREDUCE_ALGORITHMS
+from .memory import RECOMPUTE_MODES
 from .presets import PRESETS, preset
 from .units import DTYPES
 
 _LAYOUT_FLAGS = ("tp", "pp", "cp", "ep", "zero", "micro_batch", "recompute")
 
 
-def load(spec: str) -> TransformerConfig:
-    """A preset name, or the path of a ``config.json`` file."""
+def _config_path(spec: str) -> Path | None:
+    """The ``config.json`` file ``spec`` names (a file, or a directory holding one), or None for a
+    preset name."""
     path = Path(spec)
-    if spec.endswith(".json") or path.exists():
-        if not path.is_file():
-            raise ValueError(f"no such file: {spec}")
+    if not (spec.endswith(".json") or path.exists()):
+        return None
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise ValueError(f"{spec} is a directory without a config.json")
+        path = path / "config.json"
+    if not path.is_file():
+        raise ValueError(f"no such file: {spec}")
+    return path
+
+
+def load(spec: str) -> TransformerConfig:
+    """A preset name, the path of a ``config.json`` file, or a directory holding one (a
+    downloaded checkpoint). The model is named after the directory (``.../Llama-3.1-8B/config.json``
+    or ``.../Llama-3.1-8B`` -> ``Llama-3.1-8B``), or after the file when it is not called
+    ``config.json`` (``llama.json`` -> ``llama``)."""
+    path = _config_path(spec)
+    if path is not None:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise ValueError(f"{spec} is not valid JSON: {exc}") from exc
-        return from_hf_config(data, name=path.parent.name or path.stem)
+        name = path.resolve().parent.name if path.name == "config.json" else path.stem
+        return from_hf_config(data, name=name or path.stem)
     return preset(spec)
 
 
@@ -161,11 +179,83 @@ def _number(text: str) -> float:
     return value
 
 
-def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("model", help="a preset name or the path of a config.json")
+def _integer(minimum: int = 1, maximum: int | None = None) -> Callable[[str], int]:
+    """An integer flag in ``[minimum, maximum]`` (argparse names the flag in its error)."""
+    bound = f">= {minimum}" + ("" if maximum is None else f" and <= {maximum}")
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text.replace("_", ""))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer {bound}, got {text!r}") from None
+        if value < minimum or (maximum is not None and value > maximum):
+            raise argparse.ArgumentTypeError(f"expected an integer {bound}, got {text!r}")
+        return value
+    return parse
+
+
+def _real(low: float, high: float | None = None, *, open_low: bool = False) -> Callable[[str], float]:
+    """A finite real flag in ``[low, high]`` (``(low, high]`` with ``open_low``)."""
+    bound = ("> " if open_low else ">= ") + f"{low:g}" + ("" if high is None else f" and <= {high:g}")
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text.replace("_", ""))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number {bound}, got {text!r}") from None
+        if not math.isfinite(value) or value < low or (open_low and value == low) \
+                or (high is not None and value > high):
+            raise argparse.ArgumentTypeError(f"expected a number {bound}, got {text!r}")
+        return value
+    return parse
+
+
+#: Storage formats of the weights (``--dtype``) and of the KV cache (``--kv-dtype``, no 4-bit cache).
+_WEIGHT_DTYPES = DTYPES
+_KV_DTYPES = tuple(d for d in DTYPES if d != "int4")
+
+
+def _check_gpu(args: argparse.Namespace, *, default: bool = True) -> Accelerator:
+    """``--gpu`` as an accelerator, and ``--precision`` one of the precisions it has; with
+    ``default``, an omitted ``--precision`` is what a 16-bit model computes in there
+    (:func:`llmmath.default_precision`; ``serve`` takes it from the weights' format instead)."""
+    try:
+        spec = accelerator(args.gpu)
+    except ValueError:
+        raise ValueError(f"--gpu must be one of {', '.join(GPUS)} (any case); got {args.gpu!r}") from None
+    if args.precision is None:
+        if default:
+            args.precision = default_precision(spec)
+    elif args.precision not in spec.peak_flops:
+        raise ValueError(f"--precision must be one of the {spec.name}'s: {', '.join(spec.peak_flops)}; "
+                         f"got {args.precision!r}")
+    return spec
+
+
+def _check_one_step(tokens: float, global_batch: int, seq: int) -> None:
+    """``--tokens`` must fill at least one optimizer step of ``global_batch`` sequences of ``seq``
+    tokens (a shorter run would be charged a whole step)."""
+    if tokens < global_batch * seq:
+        raise ValueError(f"--tokens {_count(tokens)} is less than one optimizer step ({global_batch:,} sequences of "
+                         f"{seq:,} tokens = {global_batch * seq:,}): lower --global-batch-tokens or --seq")
+
+
+def _check_positions(flag: str, value: int, cfg: TransformerConfig) -> None:
+    """One rule for every model, learned or rotary positions: a sequence holds at most the
+    ``max_position_embeddings`` positions its config declares (rope scaling is not applied on top:
+    a checkpoint extended by it declares the extended length, e.g. Llama 3.1's 131,072)."""
+    if cfg.max_position is not None and value > cfg.max_position:
+        raise ValueError(f"{flag} {value:,} exceeds the {cfg.max_position:,} positions of {cfg.name} "
+                         f"({cfg.position} positions; the config's max_position_embeddings): to plan a longer "
+                         "context, raise max_position_embeddings in a copy of the config")
+
+
+def _common(parser: argparse.ArgumentParser, precision: str = "the accelerator's 16-bit tensor precision, "
+            "bf16_tensor, or fp16_tensor on a V100") -> None:
+    parser.add_argument("model", help="a preset name, the path of a config.json or a directory holding one")
     parser.add_argument("--gpu", required=True, help=f"accelerator: {', '.join(GPUS)} (any case)")
-    parser.add_argument("--gpus", required=True, type=int, help="number of accelerators")
-    parser.add_argument("--precision", default="bf16_tensor", help="peak FLOP/s used (default bf16_tensor)")
+    parser.add_argument("--gpus", required=True, type=_integer(), help="number of accelerators")
+    parser.add_argument("--precision", default=None, help=f"peak FLOP/s used (default: {precision})")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
@@ -174,23 +264,24 @@ def _plan_parser() -> argparse.ArgumentParser:
                 "days, GPU-hours and cost; without a layout, search the layouts.")
     _common(p)
     p.add_argument("--tokens", required=True, type=_number, help="training tokens, e.g. 15e12")
-    p.add_argument("--seq", type=int, default=None, help="sequence length (default: the model's positions, at "
-                   "most 8192)")
+    p.add_argument("--seq", type=_integer(), default=None, help="sequence length, at most the model's positions "
+                   "(default: the model's positions, at most 8192)")
     p.add_argument("--global-batch-tokens", type=_number, default=None,
                    help="tokens per optimizer step (default 2^22 = 4,194,304, rounded to whole micro-batches)")
     for flag in ("tp", "pp", "cp", "ep"):
-        p.add_argument(f"--{flag}", type=int, default=None, help=f"{flag} degree (a layout flag)")
-    p.add_argument("--zero", type=int, default=None, help="ZeRO stage 0-3 (default 1)")
-    p.add_argument("--micro-batch", type=int, default=None, help="sequences per micro-batch (default 1)")
-    p.add_argument("--recompute", default=None, help="none, selective or full (default selective)")
-    p.add_argument("--mfu", type=float, default=None, help="assumed model FLOPs utilisation; without it the "
-                   "step-time model runs kernels at --efficiency of peak")
-    p.add_argument("--efficiency", type=float, default=1.0,
+        p.add_argument(f"--{flag}", type=_integer(), default=None, help=f"{flag} degree (a layout flag)")
+    p.add_argument("--zero", type=_integer(0, 3), default=None, help="ZeRO stage 0-3 (default 1)")
+    p.add_argument("--micro-batch", type=_integer(), default=None, help="sequences per micro-batch (default 1)")
+    p.add_argument("--recompute", default=None, choices=RECOMPUTE_MODES,
+                   help="none, selective or full (default selective)")
+    p.add_argument("--mfu", type=_real(0, 1, open_low=True), default=None, help="assumed model FLOPs utilisation; "
+                   "without it the step-time model runs kernels at --efficiency of peak")
+    p.add_argument("--efficiency", type=_real(0, 1, open_low=True), default=1.0,
                    help="fraction of peak the kernels reach in the step-time model (default 1: a lower bound)")
-    p.add_argument("--price-per-gpu-hour", type=float, default=None, help="price of one GPU-hour, for the cost")
+    p.add_argument("--price-per-gpu-hour", type=_real(0), default=None, help="price of one GPU-hour, for the cost")
     p.add_argument("--no-dropout", action="store_true",
                    help="the model trains without dropout (Llama, DeepSeek): no dropout masks in the activations")
-    p.add_argument("--top", type=int, default=5, help="layouts to show when searching (default 5)")
+    p.add_argument("--top", type=_integer(), default=5, help="layouts to show when searching (default 5)")
     return p
 
 
@@ -199,24 +290,28 @@ def _serve_parser() -> argparse.ArgumentParser:
                 "largest batch, the time to first token, the time per output token and the throughput: lower "
                 "bounds on time (upper bounds on throughput) and calibrated predictions, each labelled. "
                 "Tensor parallelism over --gpus inside one node; beyond one node, pipeline stages across nodes.")
-    _common(p)
-    p.set_defaults(precision=None)
-    p.add_argument("--context", required=True, type=int, help="tokens per request: prompt + output")
-    p.add_argument("--batch", type=int, default=None, help="concurrent sequences (default: the largest that fits)")
-    p.add_argument("--prompt", type=int, default=None, help="prompt tokens per request (default: --context - "
-                   "--output, or half of --context)")
-    p.add_argument("--output", type=int, default=None, help="generated tokens per request (default: --context - "
-                   "--prompt)")
-    p.add_argument("--dtype", default=None, choices=DTYPES, help="weights: W8A8 for fp8 (the FP8 peak where the "
-                   "GPU has it), W8A16/W4A16 for int8/int4 (the 16-bit peak); default: the checkpoint's "
-                   "quantization_config (DeepSeek-V3: FP8 blocks; GPTQ/AWQ: int4 with scales), else bf16")
-    p.add_argument("--kv-dtype", default="bf16", help="KV cache: fp32, fp16, bf16, fp8, int8 (default bf16)")
-    p.add_argument("--reserve-gb", type=float, default=None,
+    _common(p, precision="the peak the weights' format runs at: fp8_tensor for fp8 where the GPU has it, "
+            "else the 16-bit tensor precision, fp16_tensor on a V100")
+    p.add_argument("--context", required=True, type=_integer(2),
+                   help="tokens per request: prompt + output, at most the model's positions")
+    p.add_argument("--batch", type=_integer(), default=None, help="concurrent sequences (default: the largest "
+                   "that fits)")
+    p.add_argument("--prompt", type=_integer(), default=None, help="prompt tokens per request, less than "
+                   "--context (default: --context - --output, or half of --context)")
+    p.add_argument("--output", type=_integer(), default=None, help="generated tokens per request, less than "
+                   "--context (default: --context - --prompt)")
+    p.add_argument("--dtype", default=None, choices=_WEIGHT_DTYPES, help="weights: W8A8 for fp8 (the FP8 peak "
+                   "where the GPU has it), W8A16/W4A16 for int8/int4 (the 16-bit peak); default: the "
+                   "checkpoint's quantization_config (DeepSeek-V3: FP8 blocks; GPTQ/AWQ: int4 with scales), else "
+                   "bf16 (fp16 with --precision fp16_tensor or on a V100, which has no BF16); no fp8 on a V100")
+    p.add_argument("--kv-dtype", default=None, choices=_KV_DTYPES, help=f"KV cache: {', '.join(_KV_DTYPES)} "
+                   "(default bf16, or fp16 as --dtype's default; no fp8 on a V100)")
+    p.add_argument("--reserve-gb", type=_real(0), default=None,
                    help="GB per GPU kept for activations and the runtime (default: what vLLM's default "
                         "gpu_memory_utilization 0.9 leaves, 10%% of the memory the driver reports)")
     p.add_argument("--allreduce", default="best", choices=("best",) + ALLREDUCE_ALGORITHMS,
                    help="tensor-parallel all-reduce (default: the fastest the GPUs offer)")
-    p.add_argument("--price-per-gpu-hour", type=float, default=None,
+    p.add_argument("--price-per-gpu-hour", type=_real(0), default=None,
                    help="price of one GPU-hour, for the cost per million output tokens")
     return p
 
@@ -225,9 +320,9 @@ def _checkpoint_format(spec: str) -> Any:
     """The weight format a config.json (a path, or a preset copied from one) declares, or None."""
     from .inference import weight_format_from_hf
 
-    path = Path(spec)
-    if spec.endswith(".json") or path.exists():
-        data = json.loads(path.read_text(encoding="utf-8"))
+    path = _config_path(spec)
+    if path is not None:
+        data = json.loads(path.read_text(encoding="utf-8"))  # valid: load() has read it
     else:
         from importlib import resources
 
@@ -235,14 +330,48 @@ def _checkpoint_format(spec: str) -> Any:
         if spec not in PRESETS or not name.is_file():
             return None
         data = json.loads(name.read_text(encoding="utf-8"))
-    if "quantization_config" not in data and "quantization_config" not in data.get("text_config", {}):
+    text = data.get("text_config") if isinstance(data.get("text_config"), dict) else {}
+    if "quantization_config" not in data and "quantization_config" not in text:
         return None
     return weight_format_from_hf(data if "quantization_config" in data else
-                                 {**data["text_config"], "torch_dtype": data.get("torch_dtype")})
+                                 {**text, "torch_dtype": data.get("torch_dtype")})
+
+
+def _weight_format(args: argparse.Namespace, spec: Accelerator, half: str) -> Any:
+    """The weights' :class:`~llmmath.WeightFormat`: ``--dtype``, else the checkpoint's
+    ``quantization_config``, else ``half`` (16 bits: fp16 where there is no BF16); refused where
+    ``spec`` has no kernels for it (FP8 on a V100) or, without ``--precision``, no peak for its
+    products (BF16 on a V100)."""
+    from .inference import matmul_precision, weight_format
+
+    if args.dtype is not None:
+        fmt, flag = weight_format(args.dtype), "--dtype"
+    else:
+        checkpoint = _checkpoint_format(args.model)
+        fmt = checkpoint or weight_format(half)
+        flag = "--dtype" if checkpoint is None else "--dtype (default: the checkpoint's quantization_config)"
+    check_storage_dtype(spec, flag, fmt.dtype)
+    if args.precision is None:
+        try:
+            matmul_precision(fmt, spec)
+        except ValueError:
+            raise ValueError(f"{flag} {fmt.dtype}: the {spec.name} has no {fmt.dtype.upper()} tensor cores; use "
+                             "--dtype fp16 or pass --precision") from None
+    return fmt
 
 
 def _gb(n: float) -> str:
-    return f"{n / 1e9:,.1f} GB"
+    """Bytes as GB: one decimal, or two significant figures where one decimal would print a
+    non-zero size as "0.0 GB" (falcon-40b's KV cache per sequence and GPU is 0.031 GB)."""
+    if n == 0 or abs(n) >= 0.05e9:
+        return f"{n / 1e9:,.1f} GB"
+    return f"{n / 1e9:.2g} GB"
+
+
+def _count(x: float, decimals: int = 0) -> str:
+    """A count or amount with thousands separators while a float holds it exactly (below 10^15),
+    else in scientific notation (``1e30`` tokens is not printed as float noise)."""
+    return f"{x:,.{decimals}f}" if abs(x) < 1e15 else f"{x:.4g}"
 
 
 def _layout_text(lay: dict[str, Any], seq: int) -> str:
@@ -263,7 +392,7 @@ def _plan_text(run: dict[str, Any]) -> list[tuple[str, str]]:
            else f"does NOT fit: {_gb(-run['margin_bytes'])} over")
     comm = ", ".join(f"{k} {_gb(v)}" for k, v in run["communication_bytes_per_step"].items() if k != "total" and v)
     est = run["model_estimate"]
-    cost = "" if run["cost"] is None else f", cost {run['cost']:,.0f}"
+    cost = "" if run["cost"] is None else f", cost {_count(run['cost'])}"
     return [
         ("layout", _layout_text(run["layout"], run["seq"])),
         ("memory (busiest GPU)", f"stage {mem['stage']}: {parts}"),
@@ -272,8 +401,8 @@ def _plan_text(run: dict[str, Any]) -> list[tuple[str, str]]:
         ("step time", f"{run['step_seconds']:,.2f} s ({run['time_source']}); model estimate "
                       f"{est['step']:,.2f} s = compute {est['compute']:,.2f} + bubble {est['bubble']:,.2f} "
                       f"+ exposed communication {est['exposed_communication']:,.2f}, MFU {est['mfu']:.1%}"),
-        ("run", f"{run['steps']:,} steps, {run['days']:,.1f} days, {run['gpu_hours']:,.0f} GPU-hours{cost}, "
-                f"{run['tokens_per_second']:,.0f} tokens/s, MFU {run['mfu']:.1%}"),
+        ("run", f"{_count(run['steps'])} steps, {_count(run['days'], 1)} days, {_count(run['gpu_hours'])} "
+                f"GPU-hours{cost}, {run['tokens_per_second']:,.0f} tokens/s, MFU {run['mfu']:.1%}"),
     ]
 
 
@@ -282,9 +411,12 @@ def _plan(argv: Sequence[str]) -> int:
     from .planning import layout_for, search_training_runs, training_run
 
     args = _plan_parser().parse_args(argv)
+    _check_gpu(args)
     cfg = load(args.model)
     seq = args.seq if args.seq is not None else min(cfg.max_position or 8192, 8192)
+    _check_positions("--seq", seq, cfg)
     gbt = args.global_batch_tokens if args.global_batch_tokens is not None else 2**22
+    _check_one_step(args.tokens, max(1, round(gbt / seq)), seq)
     kw = dict(mfu=args.mfu, efficiency=args.efficiency, price_per_gpu_hour=args.price_per_gpu_hour,
               precision=args.precision, dropout=not args.no_dropout)
     if any(getattr(args, f) is not None for f in _LAYOUT_FLAGS):
@@ -294,11 +426,12 @@ def _plan(argv: Sequence[str]) -> int:
         degrees.setdefault("zero_stage", 1)
         degrees.setdefault("recompute", "selective")
         layout = layout_for(cfg, args.gpus, seq, gbt, **degrees)
+        _check_one_step(args.tokens, layout.global_batch, seq)
         run = training_run(cfg, args.tokens, args.gpu, layout, seq, **kw)
         if args.json:
             print(json.dumps(run, indent=2))
         else:
-            print(f"Training {cfg.name} ({run['model']['params']:,} parameters) on {args.tokens:,.0f} tokens, "
+            print(f"Training {cfg.name} ({run['model']['params']:,} parameters) on {_count(args.tokens)} tokens, "
                   f"{run['cluster']['n_gpus']:,} x {run['cluster']['gpu']}")
             _print_rows(_plan_text(run))
         return 0 if run["fits"] else 1
@@ -306,7 +439,8 @@ def _plan(argv: Sequence[str]) -> int:
     if args.json:
         print(json.dumps(found, indent=2))
         return 0 if found["best"] else 1
-    print(f"Training {cfg.name} on {args.tokens:,.0f} tokens, {args.gpus:,} x {accelerator(args.gpu).name}: searched "
+    print(f"Training {cfg.name} on {_count(args.tokens)} tokens, {args.gpus:,} x {accelerator(args.gpu).name}: "
+          "searched "
           f"{found['candidates']:,} layouts (global batch {found['global_batch']:,} x {seq:,} tokens), "
           f"{found['fitting']:,} fit")
     if not found["best"]:
@@ -355,13 +489,14 @@ def _breakdown(t: dict[str, Any], memory_key: str) -> str:
     return ", ".join(parts)
 
 
-def _serve_rows(run: dict[str, Any], args: argparse.Namespace) -> list[tuple[str, str]]:
+def _serve_rows(cfg: TransformerConfig, run: dict[str, Any], args: argparse.Namespace) -> list[tuple[str, str]]:
     c = run["cluster"]
     moe = "seconds_per_output_token_most_experts" in run
     rows = [
         ("weights per GPU", f"{_gb3(run['weights_bytes_per_gpu'])} ({run['dtype']}; products at {c['precision']})"),
         ("KV cache", f"{run['kv_bytes_per_token_per_gpu']:,.0f} bytes per token per GPU, "
-                     f"{_gb3(run['kv_bytes_per_sequence_per_gpu'])} per {run['context']:,}-token sequence"),
+                     f"{_gb3(run['kv_bytes_per_sequence_per_gpu'])} per {run['context']:,}-token sequence"
+                     + _broadcast_note(cfg, run)),
         ("memory", f"{_gb3(c['memory_bytes'])} per GPU ({c['memory_source']}"
                    + (f"; data sheet {_gb3(c['memory_bytes_data_sheet'])}"
                       if c["memory_bytes"] != c["memory_bytes_data_sheet"] else "")
@@ -426,18 +561,33 @@ def _serve_rows(run: dict[str, Any], args: argparse.Namespace) -> list[tuple[str
     return rows
 
 
+def _broadcast_note(cfg: TransformerConfig, run: dict[str, Any]) -> str:
+    """Falcon's new decoder architecture: the grouped cache (vLLM) and transformers' broadcast one."""
+    if not cfg.kv_broadcast:
+        return ""
+    t = run["cluster"]["tp"]
+    kv, a = max(cfg.n_kv_heads // t, 1), cfg.n_heads // t
+    return (f", grouped: {kv} KV head(s) per GPU, as vLLM caches it; transformers' Falcon caches K/V broadcast "
+            f"to all {a} heads: {_gb3(run['kv_bytes_per_sequence_per_gpu_transformers'])} per GPU ({a // kv}x)")
+
+
 def _serve(argv: Sequence[str]) -> int:
-    from .inference import weight_format
     from .planning import serving_run
 
     args = _serve_parser().parse_args(argv)
+    spec = _check_gpu(args, default=False)
+    half = "fp16" if "fp16_tensor" in (args.precision, default_precision(spec)) else "bf16"
+    args.kv_dtype = check_storage_dtype(spec, "--kv-dtype", args.kv_dtype or half)
     cfg = load(args.model)
-    if args.reserve_gb is not None and (not math.isfinite(args.reserve_gb) or args.reserve_gb < 0):
-        raise ValueError(f"--reserve-gb must be a number >= 0, got {args.reserve_gb}")
-    if args.price_per_gpu_hour is not None and (not math.isfinite(args.price_per_gpu_hour)
-                                                or args.price_per_gpu_hour < 0):
-        raise ValueError(f"--price-per-gpu-hour must be a number >= 0, got {args.price_per_gpu_hour}")
-    dtype = weight_format(args.dtype) if args.dtype else (_checkpoint_format(args.model) or weight_format("bf16"))
+    _check_positions("--context", args.context, cfg)
+    for flag, value in (("--prompt", args.prompt), ("--output", args.output)):
+        if value is not None and value >= args.context:
+            raise ValueError(f"{flag} {value:,} must be less than --context {args.context:,} (the context holds "
+                             "the prompt and at least one output token)")
+    if args.prompt is not None and args.output is not None and args.prompt + args.output != args.context:
+        raise ValueError(f"--prompt {args.prompt:,} + --output {args.output:,} must equal --context "
+                         f"{args.context:,}")
+    dtype = _weight_format(args, spec, half)
     run = serving_run(cfg, args.gpu, args.gpus, args.context, batch=args.batch, prompt=args.prompt,
                       output=args.output, dtype=dtype, kv_dtype=args.kv_dtype,
                       reserve_bytes=None if args.reserve_gb is None else round(args.reserve_gb * 1e9),
@@ -451,7 +601,7 @@ def _serve(argv: Sequence[str]) -> int:
     print(f"Serving {cfg.name} ({run['model']['params']:,} parameters) on {c['n_gpus']} x {c['gpu']} "
           f"({layout}), weights {run['dtype']}, KV cache {run['kv_dtype']}. 'bound': no engine can do better "
           "(kernels at peak); 'predicted': at the calibrated efficiencies")
-    _print_rows(_serve_rows(run, args))
+    _print_rows(_serve_rows(cfg, run, args))
     return 0 if run["fits"] else 1
 
 
@@ -465,6 +615,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _plan(argv[1:])
         if argv and argv[0] == "serve":
             return _serve(argv[1:])
+    except BrokenPipeError:  # the reader of a pipe stopped early: __main__ ends quietly
+        raise
     except (ValueError, TypeError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -496,6 +648,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(json.dumps(_summary_json(cfg), indent=2))
             return 0
         rows = _rows(cfg)
+    except BrokenPipeError:  # the reader of a pipe stopped early: __main__ ends quietly
+        raise
     except (ValueError, TypeError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

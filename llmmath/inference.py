@@ -1273,5 +1273,6 @@ def step_critical_batch(
     return _smallest(balanced)
 
 
-#: The whole-step quantity's former name (the exercises still use it): :func:`step_critical_batch`.
+#: The whole-step quantity's former name (the capstone's cheat sheet still names it):
+#: :func:`step_critical_batch`.
 critical_batch = step_critical_batch

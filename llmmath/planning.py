@@ -15,10 +15,10 @@ import math
 import numbers
 from typing import Any
 
-from ._validate import check_bool, check_choice, check_fraction, check_int, check_positive
+from ._validate import check_bool, check_fraction, check_int, check_positive
 from .config import TransformerConfig
 from .flops import SECONDS_PER_DAY, training_flops
-from .hardware import accelerator, gpu_peak_flops
+from .hardware import accelerator, check_storage_dtype, gpu_peak_flops
 from .inference import (
     SERVING_CALIBRATION,
     ServingCalibration,
@@ -45,7 +45,7 @@ from .parallel import (
     step_time,
 )
 from .params import active_param_count, param_breakdown, param_count
-from .units import DTYPES, bytes_for
+from .units import bytes_for
 
 __all__ = ["training_run", "layout_for", "search_training_runs", "serving_run"]
 
@@ -317,6 +317,13 @@ def serving_run(
     ``fits`` is False (and no times are given) when ``batch`` does not fit; ``batch_margin`` says
     by how many sequences, ``memory_margin_bytes`` by how many bytes when not even the weights fit
     (``max_batch`` is then 0) and ``gpus_needed`` how many GPUs would hold them.
+    ``precision`` defaults to the peak the weights' format runs at on ``gpu``
+    (:func:`llmmath.matmul_precision`; a V100, which has no BF16, takes FP16 weights); ``dtype`` and
+    ``kv_dtype`` must be formats the accelerator has kernels for (:func:`llmmath.check_storage_dtype`:
+    no FP8 on a V100). ``kv_bytes_per_sequence_per_gpu`` is the grouped cache, ``a_kv`` heads (what
+    vLLM keeps); ``kv_bytes_per_sequence_per_gpu_transformers`` what ``transformers`` keeps, the same
+    except for a config with ``kv_broadcast`` (Falcon's new decoder architecture: every one of the
+    ``a`` heads).
     Derived in chapter :doc:`/chapters/capstone`.
     """
     cfg = _check_cfg(cfg)
@@ -324,14 +331,20 @@ def serving_run(
     n_total = check_int("n_gpus", n_gpus)
     t, pp = _serving_layout(spec, n_total)
     n = check_int("context", context)
-    if n < 2 and (prompt is None or output is None):
+    if n < 2:
         raise ValueError(f"context must be an integer >= 2 (a prompt and an output token), got {n}")
-    o = (n - (prompt if prompt is not None else n // 2)) if output is None else check_int("output", output)
-    p = n - o if prompt is None else check_int("prompt", prompt)
+    if prompt is not None:
+        prompt = check_int("prompt", prompt, maximum=n - 1)  # the context holds an output token too
+    if output is not None:
+        output = check_int("output", output, maximum=n - 1)
+    o = (n - (prompt if prompt is not None else n // 2)) if output is None else output
+    p = n - o if prompt is None else prompt
     if p + o != n:
         raise ValueError(f"prompt + output must equal context: {p} + {o} != {n}")
     fmt = weight_format(dtype)
-    check_choice("kv_dtype", kv_dtype, DTYPES)
+    check_storage_dtype(spec, "dtype", fmt.dtype)
+    check_storage_dtype(spec, "dtype", fmt.rest)
+    check_storage_dtype(spec, "kv_dtype", kv_dtype)
     if reserve_bytes is not None and (isinstance(reserve_bytes, bool)
                                       or not isinstance(reserve_bytes, numbers.Integral)):
         raise TypeError(f"reserve_bytes must be an integer number of bytes, got {type(reserve_bytes).__name__}")
@@ -345,6 +358,14 @@ def serving_run(
     weights, kv_token = _pipeline_memory(cfg, shard, pp, fmt, kv_dtype)
     room = memory - weights - reserve  # < 0: the weights miss
     per_seq = kv_token * n if pp > 1 else kv_bytes(shard, 1, n, kv_dtype)
+    # transformers' FalconForCausalLM caches K/V broadcast to every query head (kv_broadcast)
+    broadcast = shard.replace(n_kv_heads=shard.n_heads) if cfg.kv_broadcast else shard
+    if broadcast is shard:
+        per_seq_transformers = per_seq
+    elif pp > 1:
+        per_seq_transformers = _pipeline_memory(cfg, broadcast, pp, fmt, kv_dtype)[1] * n
+    else:
+        per_seq_transformers = kv_bytes(broadcast, 1, n, kv_dtype)
     largest = 0 if room < 0 else int(room // per_seq)
     b = largest if batch is None else check_int("batch", batch)
     whole = _weights(cfg, fmt)
@@ -361,6 +382,7 @@ def serving_run(
         "weights_bytes_per_gpu": weights,
         "kv_bytes_per_token_per_gpu": kv_token,
         "kv_bytes_per_sequence_per_gpu": per_seq,
+        "kv_bytes_per_sequence_per_gpu_transformers": per_seq_transformers,
         "memory_margin_bytes": room,
         "gpus_needed": _gpus_needed(whole, memory - reserve, spec.domain_size),
         "max_batch": largest, "batch": b, "fits": 0 < b <= largest, "batch_margin": largest - b,

@@ -17,7 +17,7 @@ import sys
 import pytest
 
 import llmmath
-from llmmath import Layout, TransformerConfig, preset
+from llmmath import Layout, TransformerConfig, preset, weight_format_from_hf
 from llmmath.cli import main
 from llmmath.planning import layout_for, search_training_runs, serving_run, training_run
 
@@ -146,6 +146,16 @@ def test_serving_weights_that_do_not_fit_say_by_how_much(capsys):
     assert "do NOT fit" in out and "GB over per GPU" in out
 
 
+def test_falcon_caches_grouped_and_broadcast_across_pipeline_stages():
+    """Falcon-40B (60 layers, 128 heads, 8 KV heads of 64), 2,048 tokens, BF16: on 16 H100s, two
+    stages of tensor parallelism 8, the busiest stage holds 30 layers with one KV head per GPU
+    (vLLM's grouped cache); transformers would broadcast to the 16 heads of each GPU."""
+    run = serving_run(preset("falcon-40b"), "H100", 16, 2048)
+    grouped = 2 * 30 * 1 * 64 * 2048 * 2
+    assert run["cluster"]["pp"] == 2 and run["kv_bytes_per_sequence_per_gpu"] == grouped
+    assert run["kv_bytes_per_sequence_per_gpu_transformers"] == 16 * grouped
+
+
 def test_serving_fp8_cache_halves_the_cache():
     cfg = preset("llama-3-8b")
     bf16 = serving_run(cfg, "H100", 1, 8192, batch=1)
@@ -162,6 +172,13 @@ def test_serving_fp8_cache_halves_the_cache():
     (lambda: serving_run(_gpt(), "H100", 1, 0), "context"),
     (lambda: serving_run(_gpt(), "H100", 1, 2048), "context"),  # learned positions: 1024
     (lambda: serving_run(_gpt(), "H100", 1, 128, kv_dtype="fp7"), "kv_dtype"),
+    # the context holds the prompt and at least one output token
+    (lambda: serving_run(_gpt(), "H100", 1, 128, prompt=128), "prompt must be an integer <= 127"),
+    # no FP8 kernels on a V100, given as a name or as a checkpoint's format
+    (lambda: serving_run(_gpt(), "V100", 1, 128, dtype="fp8"), "dtype fp8 is not supported on the Tesla V100"),
+    (lambda: serving_run(_gpt(), "V100", 1, 128, dtype="fp16", kv_dtype="fp8"), "kv_dtype fp8 is not supported"),
+    (lambda: serving_run(_gpt(), "V100", 1, 128, dtype=weight_format_from_hf(
+        {"quantization_config": {"quant_method": "fp8", "weight_block_size": [128, 128]}})), "dtype fp8"),
 ])
 def test_bad_input(call, match):
     with pytest.raises(ValueError, match=match):
@@ -279,7 +296,7 @@ def test_top_level_help_lists_the_commands_options(capsys):
      "allreduce='nvls' is not offered by the A100"),
     (["serve", "llama-3-8b", "--gpu", "h100", "--gpus", "12", "--context", "512"], "must be a multiple of 8"),
     (["serve", "llama-3-8b", "--gpu", "h100", "--gpus", "1", "--context", "512", "--prompt", "100",
-      "--output", "100"], "prompt + output must equal context"),
+      "--output", "100"], "--prompt 100 + --output 100 must equal --context 512"),
     (["plan", "llama-3-8b", "--tokens=-1e12", "--gpu", "h100", "--gpus", "8"], "expected a number > 0"),
     (["plan", "llama-3-8b", "--tokens", "1e12", "--gpu", "h100", "--gpus", "8", "--tp", "3"], "must divide"),
     (["plan", "llama-3-8b", "--tokens", "1e12", "--gpu", "h100", "--gpus", "8", "--recompute", "some"],
