@@ -93,7 +93,7 @@ def first_compute_bound(gpu, precision, beta, n=8192, p=28672):
 
 
 # END SOLUTION
-intensity_b1 = llmmath.arithmetic_intensity(1, 8192, 28672, 2)  # SOLUTION
+intensity_b64 = llmmath.arithmetic_intensity(64, 8192, 28672, 2)  # SOLUTION
 batch_h100 = first_compute_bound("H100", "bf16_tensor", 2)  # SOLUTION
 batch_mi300x = first_compute_bound("MI300X", "bf16_tensor", 2)  # SOLUTION
 batch_h100_fp8 = first_compute_bound("H100", "fp8_tensor", 1)  # SOLUTION

@@ -28,7 +28,7 @@ def uncorrected(beta2):
 
 
 # END SOLUTION
-t1_099 = float(uncorrected(0.99)[0])  # SOLUTION
+t1_095 = float(uncorrected(0.95)[0])  # SOLUTION
 max_099 = float(uncorrected(0.99).max())  # SOLUTION
 max_095 = float(uncorrected(0.95).max())  # SOLUTION
 

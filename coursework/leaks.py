@@ -14,7 +14,8 @@ their ``_sources``, the search index) and reports each place where
   text or code outside the solutions).
 
 A file belongs to the chapter whose slug is its name (``serving.ipynb``, ``serving.html``,
-``_sources/chapters/serving.ipynb``); the search index is split by document. The student edition
+``_sources/chapters/serving.ipynb``) or that lists it as a sub-page in ``_toc.yml``
+(``memory-reference.ipynb`` belongs to ``memory``); the search index is split by document. The student edition
 (``python -m coursework student``) and the assignments (``python -m coursework assign``) refuse to
 finish when it finds anything; ``tests/test_student_edition.py`` runs it on a fresh build.
 """
@@ -29,6 +30,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
 from .exercises import ROOT, directives, read
 
 #: the tag of a code cell that computes the numbers the solutions quote: the student notebooks, the
@@ -38,6 +41,7 @@ ANSWERS_TAG = "answers"
 HIDDEN_INPUT_TAGS = frozenset({"remove-input", "remove-cell", ANSWERS_TAG})
 MIN_SIGNIFICANT = 3
 MIN_CODE = 25  # characters of a normalized code line that make it specific enough to search
+FLOAT_NOISE = 1e-12  # relative rounding error below which a computed answer is the integer next to it
 
 
 @dataclass(frozen=True)
@@ -76,8 +80,16 @@ def answers(chapter: str) -> tuple[Answer, ...]:
             continue
         for part in ex.parts:
             if part.kind == "number":
-                found.append(Answer(chapter, ex.label, part.name, float(part.expected()), part.rtol))
+                found.append(Answer(chapter, ex.label, part.name, _snap(float(part.expected())), part.rtol))
     return tuple(found)
+
+
+def _snap(value: float) -> float:
+    """``value``, or the integer it is up to floating-point rounding (``1 / (1 - 0.98)`` is
+    49.99999999999996: the answer is 50, and no part's tolerance, 0 for an exact integer and
+    otherwise at least 1e-8 relative, tells the two apart)."""
+    nearest = round(value)
+    return float(nearest) if abs(value - nearest) <= FLOAT_NOISE * max(1.0, abs(value)) else value
 
 
 def unsearchable(chapter: str) -> list[Answer]:
@@ -123,7 +135,8 @@ def numbers(text: str) -> Iterator[Number]:
 
 
 def _token(m: re.Match) -> Number | None:
-    mant = m.group("mant").replace(",", "")
+    # "128." is the integer 128 before a full stop (or NumPy's float 128.0), no rounding of 127.5
+    mant = m.group("mant").replace(",", "").removesuffix(".") or "0"
     exp = int(m.group("e") or m.group("p") or 0)
     if abs(exp) > 300:
         return None
@@ -259,10 +272,37 @@ def _html_text(raw: str) -> str:
     return html.unescape(re.sub(r"<[^>]+>", "", raw))
 
 
+@functools.cache
+def sub_pages(root: Path = ROOT) -> dict[str, str]:
+    """The pages listed under a chapter's ``sections`` in ``_toc.yml`` (its reference page), each
+    with the chapter it belongs to: ``{"memory-reference": "memory", ...}``. A student receives
+    them with the chapter, so the scan reads them as part of it."""
+    toc = yaml.safe_load((root / "_toc.yml").read_text())
+    found: dict[str, str] = {}
+
+    def walk(node: object, chapter: str | None) -> None:
+        if isinstance(node, dict):
+            here = Path(node["file"]).stem if "file" in node else None
+            if here is not None and chapter is not None:
+                found[here] = chapter
+            for key, value in node.items():
+                if key in ("parts", "chapters"):
+                    walk(value, None)
+                elif key == "sections":
+                    walk(value, chapter or here)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item, chapter)
+
+    walk(toc, None)
+    return found
+
+
 def _chapter_of(path: Path, slugs: set[str]) -> str | None:
     name = path.name
     for suffix in (".txt", ".ipynb", ".html", ".md"):
         name = name.removesuffix(suffix)
+    name = sub_pages().get(name, name)
     return name if name in slugs else None
 
 

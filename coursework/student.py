@@ -124,14 +124,11 @@ def student_notebook(nb: nbformat.NotebookNode, stubs: bool = True, keep_glue: b
 
 
 def quotes(text: str, key: str) -> bool:
-    """Whether ``text`` names the glue key ``key`` (not as a part of a longer key)."""
-    start = 0
-    while (i := text.find(key, start)) >= 0:
-        before, after = text[i - 1:i], text[i + len(key):i + len(key) + 1]
-        if not re.match(r"[\w-]", before) and not re.match(r"[\w-]", after):
-            return True
-        start = i + 1
-    return False
+    """Whether ``text`` quotes the glue key ``key``: a glue role or directive names it
+    (``{glue:text}`key:fmt` ``, ``{glue:md}`key` ``, ``{glue:figure} key``), not as a part of a
+    longer key. The key spelled elsewhere, e.g. as the label of the exercise whose solution glues
+    it (``:label: params-ex-gptj``), is no quotation."""
+    return re.search(r"\{glue(?::\w*)?\}(?:`|[ \t]+)" + re.escape(key) + r"(?=[:`\s]|$)", text) is not None
 
 
 def _check_answers_cells(nb: nbformat.NotebookNode, kept: list[nbformat.NotebookNode]) -> None:

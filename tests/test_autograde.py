@@ -51,7 +51,7 @@ WRONG = {  # label -> code replacing the reference (answers wrong, missing or ra
     # raises before assigning: the feedback must say so, not "no answer given"
     "matmul-cost-ex-attention": "crossover_s = 2 * cfg_that_does_not_exist.hidden_size\ncrossover_s_over_h = 2.5",
     "matmul-cost-ex-roofline": (  # intensity and MI300X right; H100 at the bare ridge, FP8 forgets 1-byte values
-        "intensity_b1 = 2 * 8192 * 28672 / ((8192 + 8192 * 28672 + 28672) * 2)\n"
+        "intensity_b64 = 2 * 64 * 8192 * 28672 / ((64 * 8192 + 8192 * 28672 + 64 * 28672) * 2)\n"
         "batch_h100 = 296\n"
         "batch_mi300x = next(b for b in range(1, 10**4)\n"
         "                    if llmmath.arithmetic_intensity(b, 8192, 28672, 2) >= llmmath.ridge_point('MI300X'))\n"

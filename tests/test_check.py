@@ -51,7 +51,8 @@ CORRECT = {
     "matmul-cost-ex-attention": {"crossover_s": 2 * H65, "crossover_s_over_h": 2},
     # H100 SXM data sheet: 1,979 TFLOP/s BF16 and 3,958 FP8 with sparsity (dense: half), 3.35 TB/s;
     # AMD's MI300X table: 1,307.4 TFLOP/s BF16 dense, 5.3 TB/s
-    "matmul-cost-ex-roofline": {"intensity_b1": 2 * 8192 * 28672 / ((8192 + 8192 * 28672 + 28672) * 2),
+    "matmul-cost-ex-roofline": {"intensity_b64": 2 * 64 * 8192 * 28672
+                                / ((64 * 8192 + 8192 * 28672 + 64 * 28672) * 2),
                                 "batch_h100": _first_b(1978.9e12 / 2, 3.35e12, 2),
                                 "batch_mi300x": _first_b(1307.4e12, 5.3e12, 2),
                                 "batch_h100_fp8": _first_b(3957.8e12 / 2, 3.35e12, 1)},
@@ -220,7 +221,7 @@ GLUED = {
     ("matmul-cost-ex-dp", "dp_left"): "matmul-cost-ex-dp-left",
     ("matmul-cost-ex-dp", "dp_count"): "matmul-cost-ex-dp-count",
     ("matmul-cost-ex-attention", "crossover_s"): "matmul-cost-ex-attn-s",
-    ("matmul-cost-ex-roofline", "intensity_b1"): "matmul-cost-ex-rl-i1",
+    ("matmul-cost-ex-roofline", "intensity_b64"): "matmul-cost-ex-rl-i64",
     ("matmul-cost-ex-roofline", "batch_h100"): "matmul-cost-ex-rl-h100",
     ("matmul-cost-ex-roofline", "batch_mi300x"): "matmul-cost-ex-rl-mi300x",
     ("matmul-cost-ex-roofline", "batch_h100_fp8"): "matmul-cost-ex-rl-h100-fp8",
@@ -252,10 +253,10 @@ GLUED = {
     ("params-ex-shared", "k_equivalent"): "params-ex-shared-k",
     ("params-ex-dense-first", "total_all_sparse"): "params-ex-dense-total",
     ("params-ex-dense-first", "active_all_sparse"): "params-ex-dense-active",
-    ("params-ex-qknorm", "qwen3_qk"): "params-ex-qk-qwen3-32b",
+    ("params-ex-qknorm", "qwen3_qk"): "params-ex-qk-qwen3-235b-a22b",
     ("params-ex-qknorm", "olmo2_qk"): "params-ex-qk-olmo-2-13b",
     ("flops-ex-llama", "forward_flops"): "flops-ex-l7-fwd",
-    ("flops-ex-llama", "ratio_2n"): "flops-ex-l7-ratio",
+    ("flops-ex-llama", "excess_2n"): "flops-ex-l7-excess",
     ("flops-ex-llama", "attention_share"): "flops-ex-l7-share",
     ("flops-ex-gqa", "saving"): "flops-ex-gqa-saving",
     ("flops-ex-gqa", "saving_rel"): "flops-ex-gqa-rel",
@@ -267,8 +268,8 @@ GLUED = {
     ("flops-ex-fused", "mla_ratio"): "flops-ex-fused-mla",
     ("flops-ex-tiles", "fraction_2048"): "flops-ex-tiles-2048",
     ("flops-ex-tiles", "fraction_window"): "flops-ex-tiles-window",
-    ("flops-ex-deepseek", "ratio_active"): "flops-ex-ds-ratio",
-    ("flops-ex-deepseek", "ds_attention_share"): "flops-ex-ds-attn",
+    ("flops-ex-deepseek", "flops_per_token"): "flops-ex-ds-per-token",
+    ("flops-ex-deepseek", "attention_per_token"): "flops-ex-ds-attn-per-token",
     ("mem-ex-momentum", "bytes_per_param"): "mem-ex1-plain",
     ("mem-ex-momentum", "zero2_bytes"): "mem-ex1-zero2",
     ("mem-ex-mistral", "kv_gb"): "mem-ex3-kv-gb",
@@ -290,7 +291,7 @@ GLUED = {
     ("optim-ex-memory", "bytes_per_param"): "optim-ex-mem-bpp",
     ("optim-ex-memory", "gib"): "optim-ex-mem-gib",
     ("optim-ex-memory", "saved_gib"): "optim-ex-mem-saved-gib",
-    ("optim-ex-first-step", "t1_099"): "optim-ex-b099-t1",
+    ("optim-ex-first-step", "t1_095"): "optim-ex-b095-t1",
     ("optim-ex-first-step", "max_099"): "optim-ex-b099-max",
     ("optim-ex-first-step", "max_095"): "optim-ex-b095-max",
     ("scaling-laws-ex-h100", "days"): "scaling-ex-h100-days",
@@ -436,7 +437,7 @@ def test_chain_rule_function_parts():
 def test_mla_and_moe_exercises_from_the_published_shapes():
     """The parameter-counts exercises on multi-head latent attention, shared experts, dense first
     layers and QK-norm, answered by hand from the published config.json shapes (DeepSeek-V2-Lite,
-    Qwen1.5-MoE-A2.7B, DeepSeek-V3, Qwen3-32B, OLMo-2-13B), not from llmmath."""
+    Qwen1.5-MoE-A2.7B, DeepSeek-V3, Qwen3-235B-A22B, OLMo-2-13B), not from llmmath."""
     # DeepSeek-V2-Lite: h 2048, 16 heads, no query latent, r_kv 512, d_n 128, d_r 64, d_v 128, 27 layers
     h, a, r_kv, d_n, d_r, d_v, layers = 2048, 16, 512, 128, 64, 128, 27
     weights = h * a * (d_n + d_r) + h * (r_kv + d_r) + r_kv * a * (d_n + d_v) + a * d_v * h
@@ -461,8 +462,35 @@ def test_mla_and_moe_exercises_from_the_published_shapes():
     total = layers * (attention + mlp) + 2 * vocab * h + h
     active = total - layers * (n_exp - k) * 3 * h * d_e
     assert check("params-ex-dense-first", {"total_all_sparse": total, "active_all_sparse": active}).correct
-    # Qwen3-32B: 64 layers, head_dim 128; OLMo-2-13B: 40 layers, 40 heads of 128 for queries and keys
-    assert check("params-ex-qknorm", {"qwen3_qk": 64 * 2 * 128, "olmo2_qk": 40 * 2 * 5120}).correct
+    # Qwen3-235B-A22B: 94 layers, head_dim 128 (MaxText's and MindSpeed's configs of the model: 94
+    # layers, kv_channels 128, QK layernorm); OLMo-2-13B: 40 layers, 40 heads of 128 for queries and keys
+    assert check("params-ex-qknorm", {"qwen3_qk": 94 * 2 * 128, "olmo2_qk": 40 * 2 * 5120}).correct
+    assert not check("params-ex-qknorm", 64 * 2 * 128, part="qwen3_qk").correct  # Qwen3-32B's layers
+
+
+def test_exercises_changed_so_that_the_chapters_do_not_print_them_by_hand():
+    """The exercises re-asked so that no chapter prints their answers (issue 35), answered by hand
+    from the published shapes (Llama 2 7B: 32 layers, h 4096, 32 heads of 128, MLP 11008,
+    V 32000, untied; DeepSeek-V3: 61 layers, 128 heads, keys 192 = 128 + 64 and values 128 wide;
+    Llama-3-70B's up-projection 8192 x 28672), not from llmmath."""
+    L, h, a, d, f, V, s = 32, 4096, 32, 128, 11008, 32000, 4096
+    attention = 4 * s * a * d * L  # QK^T and PV per token: 2 s a d each, every layer
+    idle = V * h + (2 * L + 1) * h  # input embedding and RMSNorm gains: in N, in no product
+    assert check("flops-ex-llama", attention - 2 * idle, part="excess_2n").correct
+    assert not check("flops-ex-llama", attention - 2 * V * h, part="excess_2n").correct  # norms forgotten
+    L, a, d_qk, d_v = 61, 128, 192, 128
+    assert check("flops-ex-deepseek", 2 * s * a * (d_qk + d_v) * L, part="attention_per_token").correct
+    assert not check("flops-ex-deepseek", 4 * s * a * d_qk * L, part="attention_per_token").correct
+    # the chapter's polynomial of a transformers Llama layer, eager and fused, at s = 2048, b = 1
+    L, s = 32, 2048
+    eager = L * (24 * s * h + 8 * s + 8 * s * f + 6 * 32 * s**2) / 1e9
+    fused = L * (24 * s * h + 8 * s + 8 * s * f + 4 * 32 * s) / 1e9
+    assert check("mem-ex-llama-act", {"eager_gb": eager, "fused_gb": fused}).correct
+    b, n, p = 64, 8192, 28672
+    assert check("matmul-cost-ex-roofline", 2 * b * n * p / ((b * n + n * p + b * p) * 2),
+                 part="intensity_b64").correct
+    assert not check("matmul-cost-ex-roofline", 2 * b / 2, part="intensity_b64").correct  # 2b/q: 1% high
+    assert check("optim-ex-first-step", 0.1 / 0.05**0.5, part="t1_095").correct  # (1 - b1) / sqrt(1 - b2)
 
 
 def test_capstone_exercises_from_published_shapes_and_sheets():

@@ -17,6 +17,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from coursework import leaks
 from coursework.exercises import ROOT, chapter_notebooks, directives, exercise_pairs, exercise_text, read
 from coursework.leaks import ANSWERS_TAG
 from coursework.student import build_html, quotes, student_notebook
@@ -225,9 +226,9 @@ def test_exercises_solutions_and_admonitions_become_markdown():
 
 
 # --------------------------------------------------------------------------------- answer leaks
-# Chapters whose exercises still print their answers in the chapter, being rewritten by the
-# pedagogy pass (issue 32): their leaks are listed by this test; remove a chapter once it passes.
-LEAKY = {"matmul-cost", "memory", "optimizers", "parameter-counts", "transformer-flops"}
+# Chapters whose exercises still print their answers in the chapter: their leaks are listed by this
+# test (strict xfail); remove a chapter once it passes. Empty: no chapter may leak.
+LEAKY: set[str] = set()
 CHECKABLE = sorted({p.stem for p in chapter_notebooks()} & {EXERCISES[k].chapter for k in exercise_ids()})
 
 
@@ -239,7 +240,8 @@ def student_edition(tmp_path_factory):
 
     out = tmp_path_factory.mktemp("edition")
     (out / "notebooks").mkdir()
-    for path in CHAPTERS:
+    sub_pages = [p for p in chapter_notebooks() if p.stem in leaks.sub_pages()]  # reference pages
+    for path in CHAPTERS + sub_pages:
         nbformat.write(_student(path), out / "notebooks" / path.name)
     build_all(out / "assignments", check=False)  # leaks and reference answers are checked here
     return out
@@ -253,8 +255,9 @@ def _leak_params():
 @pytest.mark.parametrize("slug", _leak_params())
 def test_no_answer_leaks(student_edition, student_html, slug):
     """No file a student receives shows a checkable answer (within its tolerance, in any common
-    formatting) or reference solution code: the student notebook, the HTML's sources and, for the
-    chapters of the small HTML build, the pages, their ``_sources`` and the search index."""
+    formatting) or reference solution code: the student notebook of the chapter and of its
+    sub-pages (its reference page), the HTML's sources and, for the chapters of the small HTML
+    build, the pages, their ``_sources`` and the search index."""
     from coursework.leaks import scan, summary
 
     html_out, chosen = student_html
@@ -284,6 +287,61 @@ def test_leak_scan_finds_answers_in_every_format():
         assert number_leaks(f"the ratio is {text}", "parallelism", "x"), text
     for text in (f"{exact * 1.02:,.0f}", f"{ratio * 1.2:.3f}", f"{exact / 1e9 * 1.03:.1f}e9", "1,024", "4", "0.5"):
         assert not number_leaks(f"unrelated: {text}", "parallelism", "x"), text
+
+
+def test_leak_scan_reads_sub_pages_as_their_chapter(tmp_path):
+    """A chapter's reference page (listed under its ``sections`` in ``_toc.yml``) is handed out with
+    the chapter: an answer printed there is a leak of that chapter."""
+    assert leaks.sub_pages()["memory-reference"] == "memory"
+    assert "memory" not in leaks.sub_pages() and "memory-reference" not in leaks.chapter_slugs()
+    answer = next(a for a in leaks.answers("memory") if a.value > 1000 and float(a.value).is_integer())
+    (tmp_path / "memory-reference.md").write_text(f"a table row: {answer.value:,.0f} bytes\n")
+    (tmp_path / "unrelated-reference.md").write_text(f"a table row: {answer.value:,.0f} bytes\n")
+    found = leaks.scan([tmp_path], chapters=["memory"])
+    assert [Path(leak.file).name for leak in found] == ["memory-reference.md"]
+
+
+def test_leak_scan_tells_apart_what_it_can_and_only_that():
+    """Two refinements of the number search, each shown to matter. "128." ends a sentence (or is
+    NumPy's float 128.0): it is the integer 128, no rounding of 127.5, which "127.5" and "128.0"
+    are. An answer that is an integer up to floating-point rounding (``1 / (1 - 0.98)``) is that
+    integer: below 100 it is written everywhere and cannot be searched, like any such answer."""
+    from coursework.leaks import Answer, _matches, numbers
+
+    gb = Answer("x", "x-ex", "gb", 127.5, 5e-3)
+    hits = {n.text for n in numbers("heads of width 128. Then 127.5 GB, or 128.0 GB, or 128 GB.")
+            if _matches(n, gb)}
+    assert hits == {"127.5", "128.0"}
+    assert 1 / (1 - 0.98) != 50  # what the part computes
+    horizon = {a.part: a for a in leaks.answers("optimizers")}["horizon_098"]
+    assert horizon.value == 50 and horizon in leaks.unsearchable("optimizers")
+    assert not leaks.number_leaks("a condition number of 50.0", "optimizers", "x")
+    assert leaks._snap(50.000001) == 50.000001  # a real difference is kept
+
+
+def test_a_glue_key_spelled_like_a_label_is_no_quotation():
+    """The HTML edition keeps a value glued inside a solution only when the remaining text quotes
+    it with a glue role; an exercise's label spelled like the key (``params-ex-gptj`` glued by its
+    own solution) is no quotation, and the value does not reach the student's page sources."""
+    assert quotes("is {glue:text}`x-ex-a:,d` and", "x-ex-a") and quotes("```{glue:figure} x-fig\n", "x-fig")
+    assert quotes("{glue:md}`x-ex-a`", "x-ex-a") and not quotes("{glue:text}`x-ex-a-b`", "x-ex-a")
+    assert not quotes(":::{exercise}\n:label: x-ex-a\nCount it.\n:::\n", "x-ex-a")
+
+    def glued(key, value):
+        cell = nbformat.v4.new_code_cell(f"glue({key!r}, {value}, display=False)")
+        cell.outputs = [nbformat.v4.new_output(
+            "display_data", data={"application/papermill.record/text/plain": str(value)},
+            metadata={"scrapbook": {"name": key, "mime_prefix": "application/papermill.record/"}})]
+        return cell
+
+    md = nbformat.v4.new_markdown_cell
+    nb = nbformat.v4.new_notebook(cells=[
+        md(":::{exercise}\n:label: x-ex-a\nCount the parameters of {glue:text}`x-in`.\n:::\n"
+           "```{solution-start} x-ex-a\n:class: dropdown\n```\n"),
+        glued("x-ex-a", 6050882784), glued("x-in", 28),
+        md("It has {glue:text}`x-ex-a:,d` parameters.\n```{solution-end}\n```\n")])
+    out = nbformat.writes(student_notebook(nb, stubs=False, keep_glue=True))
+    assert "6050882784" not in out and '"x-in"' in out  # the exercise's own datum stays
 
 
 def test_answers_cell_is_dropped_and_would_leak(tmp_path):

@@ -29,7 +29,8 @@ def _kv_cache_gb(kv_heads: int | None = None, window: bool = False) -> float:
 
 
 def _llama_act_gb(fused: bool) -> float:
-    act = activation_bytes(preset("llama2-7b"), 1, 4096, dropout=False, implementation="hf-llama",
+    # s = 2048, half the training length: the chapter works Llama 2 7B out at s = 4096
+    act = activation_bytes(preset("llama2-7b"), 1, 2048, dropout=False, implementation="hf-llama",
                            flash_attention=fused)
     return act["total"] / 1e9
 
@@ -80,7 +81,7 @@ EXERCISES = [
              (Part("mqa_factor", "MHA cache / MQA cache", lambda: _kv_shrink(1), SIG3),
               Part("gqa_factor", "MHA cache / the model's GQA cache", lambda: _kv_shrink(None), SIG3))),
     Exercise("mem-ex-llama-act", "mem-check", "Check against PyTorch: what a GPT-2 block really saves",
-             "Llama 2 7B in transformers, BF16, no dropout, b = 1, s = 4096, all layers.",
+             "Llama 2 7B in transformers, BF16, no dropout, b = 1, s = 2048, all layers.",
              (Part("eager_gb", "activations with eager attention, in GB", lambda: _llama_act_gb(False), SIG3),
               Part("fused_gb", "activations with SDPA's fused kernel, in GB", lambda: _llama_act_gb(True), SIG3))),
     Exercise("mem-ex-recompute", "mem-recompute-flops", "What recomputation costs in FLOPs",

@@ -73,7 +73,7 @@ EXERCISES = [
               Part("gib", "total GiB (2^30 bytes)", lambda: _adamw_memory("gib"), SIG3),
               Part("saved_gib", "GiB saved by 8-bit moments", lambda: _adamw_memory("saved"), SIG3))),
     Exercise("optim-ex-first-step", "optim-bias", "Bias correction", "beta1 = 0.9, t = 1 ... 5000.",
-             (Part("t1_099", "the step / eta at t = 1 for beta2 = 0.99", lambda: _first_step(0.99, False), SIG3),
+             (Part("t1_095", "the step / eta at t = 1 for beta2 = 0.95", lambda: _first_step(0.95, False), SIG3),
               Part("max_099", "its maximum over t for beta2 = 0.99", lambda: _first_step(0.99, True), SIG3),
               Part("max_095", "its maximum over t for beta2 = 0.95", lambda: _first_step(0.95, True), SIG3))),
     Exercise("optim-ex-hb-stability", "optim-quadratic", "How large a step, how much momentum",

@@ -119,8 +119,8 @@ EXERCISES = [
              (Part("total_all_sparse", "its parameter count", lambda: _v3_all_sparse(False)),
               Part("active_all_sparse", "its active parameter count", lambda: _v3_all_sparse(True)))),
     Exercise("params-ex-qknorm", "params-norms", "Where the norms sit: QK-norm and Gemma 2's four norms",
-             "Qwen3-32B and OLMo-2-13B, all layers.",
-             (Part("qwen3_qk", "QK-norm parameters of Qwen3-32B", lambda: _qk_norm_params("qwen3-32b")),
+             "Qwen3-235B-A22B and OLMo-2-13B, all layers.",
+             (Part("qwen3_qk", "QK-norm parameters of Qwen3-235B-A22B", lambda: _qk_norm_params("qwen3-235b-a22b")),
               Part("olmo2_qk", "QK-norm parameters of OLMo-2-13B", lambda: _qk_norm_params("olmo-2-13b")))),
 ]
 

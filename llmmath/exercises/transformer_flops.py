@@ -11,7 +11,7 @@ from __future__ import annotations
 from ..check import SIG3, Exercise, Part
 from ..flops import attention_pairs, flops_breakdown, hfu, mfu, training_days, training_flops, training_flops_per_token
 from ..hardware import gpu_peak_flops
-from ..params import active_param_count, param_count
+from ..params import param_count
 from ..presets import preset
 
 
@@ -21,8 +21,8 @@ def _llama2_7b_forward(what: str) -> float:
     fwd = sum(bd.values())
     if what == "forward":
         return fwd
-    if what == "ratio":
-        return fwd / 4096 / (2 * param_count(cfg))
+    if what == "excess":  # an integer: every product's FLOPs are a multiple of s
+        return fwd // 4096 - 2 * param_count(cfg)
     return (bd["attn_scores"] + bd["attn_values"]) / fwd
 
 
@@ -57,18 +57,20 @@ def _tile_fraction(seq: int, window: int | None) -> float:
     return attention_pairs(seq, window=window, skip_masked=True, tile=128) / seq**2
 
 
-def _deepseek_v3(what: str) -> float:
+def _deepseek_v3(what: str) -> int:
+    # counts, not ratios to 6N or shares: the reference page's zoo prints such ratios and shares
+    # for every other preset, and some lie within three figures of DeepSeek-V3's
     cfg = preset("deepseek-v3")
-    if what == "ratio":
-        return training_flops_per_token(cfg, seq=4096) / (6 * active_param_count(cfg))
+    if what == "per_token":
+        return training_flops(cfg, 1, 4096) // 4096
     bd = flops_breakdown(cfg, 1, 4096)
-    return (bd["attn_scores"] + bd["attn_values"]) / sum(bd.values())
+    return (bd["attn_scores"] + bd["attn_values"]) // 4096
 
 
 EXERCISES = [
     Exercise("flops-ex-llama", "flops-exercises", "Exercises", "Llama 2 7B, one sequence of 4096 tokens.",
              (Part("forward_flops", "forward FLOPs", lambda: _llama2_7b_forward("forward")),
-              Part("ratio_2n", "FLOPs per token / (2N)", lambda: _llama2_7b_forward("ratio"), SIG3),
+              Part("excess_2n", "forward FLOPs per token minus 2N", lambda: _llama2_7b_forward("excess")),
               Part("attention_share", "share of the two attention products",
                    lambda: _llama2_7b_forward("share"), SIG3))),
     Exercise("flops-ex-gqa", "flops-exercises", "Exercises", "Llama 2 70B, s = 4096, training FLOPs per token.",
@@ -93,9 +95,9 @@ EXERCISES = [
                  lambda: _tile_fraction(8192, 1024), SIG3))),
     Exercise("flops-ex-deepseek", "flops-moe-mla", "Mixtures of experts and latent attention: DeepSeek-V3",
              "DeepSeek-V3 at s = 4096, eager attention, no recomputation.",
-             (Part("ratio_active", "training FLOPs per token / (6 N_active)", lambda: _deepseek_v3("ratio"), SIG3),
-              Part("ds_attention_share", "share of the forward FLOPs in the two attention products",
-                 lambda: _deepseek_v3("share"), SIG3))),
+             (Part("flops_per_token", "training FLOPs per token", lambda: _deepseek_v3("per_token")),
+              Part("attention_per_token", "forward FLOPs per token in the two attention products",
+                 lambda: _deepseek_v3("attention")))),
 ]
 
 
