@@ -51,7 +51,7 @@ ds_mfu_active = rate * 6 * llmmath.active_param_count(ds) / h800  # SOLUTION
 
 # %% capstone-ex-serve
 # BEGIN SOLUTION NO PROMPT
-sv = llmmath.serving_run(llmmath.preset("llama-3-70b"), "H100", 4, 16384, kv_dtype="fp8", reserve_bytes=4 * 10**9)
+sv = llmmath.serving_run(llmmath.preset("llama-3-70b"), "H100", 4, 8192, kv_dtype="fp8", reserve_bytes=4 * 10**9)
 # END SOLUTION
 serve_max_batch = sv["max_batch"]  # SOLUTION
 serve_tokens_per_second = sv["tokens_per_second"]  # SOLUTION

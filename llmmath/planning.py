@@ -18,14 +18,21 @@ from typing import Any
 from ._validate import check_bool, check_fraction, check_int, check_positive
 from .config import TransformerConfig
 from .flops import SECONDS_PER_DAY
-from .hardware import accelerator, check_storage_dtype, default_precision, gpu_peak_flops
+from .hardware import accelerator, check_storage_dtype, gpu_peak_flops
 from .inference import (
+    SERVING_CALIBRATION,
+    ServingCalibration,
+    WeightFormat,
+    allocatable_memory_bytes,
+    decode_step_times,
     kv_bytes,
-    max_decode_batch,
-    prefill_seconds,
+    matmul_precision,
+    prefill_times,
     serving_memory_bytes,
-    tp_decode_step_seconds,
+    steady_state,
     tp_shard,
+    usable_memory_bytes,
+    weight_format,
 )
 from .memory import RECOMPUTE_MODES
 from .parallel import (
@@ -36,7 +43,7 @@ from .parallel import (
     communication_bytes,
     memory_per_gpu,
 )
-from .params import active_param_count, param_count
+from .params import active_param_count, param_breakdown, param_count
 from .steptime import MFU_CONVENTION, model_flops, search_layouts, step_time
 from .units import bytes_for
 
@@ -264,70 +271,192 @@ def search_training_runs(
             "reserve": reserve, "best": best, "closest": closest}
 
 
+def _pipeline_memory(cfg: TransformerConfig, shard: TransformerConfig, pp: int, dtype: Any,
+                     kv_dtype: str) -> tuple[float, int]:
+    """(weight bytes, KV bytes per token) of the busiest of ``pp`` pipeline stages of ``shard``,
+    from above: ``ceil(L / pp)`` layers' share of the layers' weights and cache, plus the whole
+    embedding, final norm and LM head."""
+    if pp == 1:
+        return _weights(shard, dtype), kv_bytes(shard, 1, 1, kv_dtype)
+    parts = param_breakdown(shard)
+    ends = sum(parts[k] for k in ("token_embedding", "position_embedding", "token_type_embedding",
+                                  "embedding_norm", "embedding_projection", "final_norm", "lm_head",
+                                  "lm_head_bias"))
+    share = math.ceil(cfg.n_layers / pp) / cfg.n_layers
+    layers = _weights(shard, dtype) - _end_bytes(ends, dtype)
+    return layers * share + _end_bytes(ends, dtype), math.ceil(kv_bytes(shard, 1, 1, kv_dtype) * share)
+
+
+def _weights(shard: TransformerConfig, dtype: Any) -> float:
+    """Bytes of all of ``shard``'s weights in ``dtype``."""
+    return serving_memory_bytes(shard, 1, 1, dtype=dtype) - kv_bytes(shard, 1, 1)
+
+
+def _end_bytes(n: int, dtype: Any) -> int:
+    """Bytes of ``n`` parameters outside the blocks' linear layers (embedding, head, norms)."""
+    return bytes_for(n, weight_format(dtype).rest)
+
+
+def _no_check(kw: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in kw.items() if k != "check_memory"}
+
+
+def _gpus_needed(weights: float, room: int, domain: int) -> int | None:
+    """GPUs whose memory (less the reserve) holds ``weights``: a divisor of the domain within one,
+    whole domains beyond it (tensor parallelism inside, pipeline stages across)."""
+    if room <= 0:
+        return None
+    need = max(1, math.ceil(weights / room))
+    if need <= domain:
+        return next(d for d in range(need, domain + 1) if domain % d == 0)
+    return -(-need // domain) * domain
+
+
+def _serving_layout(spec: Any, n_gpus: int) -> tuple[int, int]:
+    if n_gpus <= spec.domain_size:
+        return n_gpus, 1
+    if n_gpus % spec.domain_size:
+        raise ValueError(f"n_gpus={n_gpus} spans more than one scale-up domain of the {spec.name} "
+                         f"({spec.domain_size} GPUs): it must be a multiple of {spec.domain_size} (tensor "
+                         "parallelism inside each domain, pipeline stages across them)")
+    return spec.domain_size, n_gpus // spec.domain_size
+
+
 def serving_run(
     cfg: TransformerConfig, gpu: str, n_gpus: int, context: int, *, batch: int | None = None,
-    prompt: int | None = None, dtype: str = "bf16", kv_dtype: str = "bf16", reserve_bytes: int = 0,
-    precision: str | None = None,
+    prompt: int | None = None, output: int | None = None, dtype: str | WeightFormat = "bf16",
+    kv_dtype: str = "bf16", reserve_bytes: int | None = None, precision: str | None = None,
+    allreduce: str = "best", price_per_gpu_hour: float | None = None,
+    calibration: ServingCalibration = SERVING_CALIBRATION,
 ) -> dict[str, Any]:
-    """Serving ``cfg`` on ``n_gpus`` accelerators of one scale-up domain (tensor parallelism of
-    degree ``n_gpus``) at ``context`` tokens per sequence: weights and one sequence's KV cache per
-    GPU (:func:`llmmath.tp_shard`, :func:`llmmath.kv_bytes`), the largest batch that fits beside
-    the weights and ``reserve_bytes`` (:func:`llmmath.max_decode_batch`), and, at ``batch`` (default:
-    that largest batch), the lower bounds on the prefill of ``prompt`` tokens (default ``context``;
-    one GPU's shard of the FLOPs and bytes, its all-reduces left out) and on the time per output
-    token at ``context`` tokens held (``max_position - 1`` when ``context`` is all the model's
-    positions: the step that generates the last token) (:func:`llmmath.tp_decode_step_seconds`, ring all-reduces
-    included), and the throughput they imply.
+    """Serving ``cfg`` on ``n_gpus`` accelerators: tensor parallelism of degree ``n_gpus`` inside one
+    scale-up domain, or, beyond one domain, tensor parallelism over each domain and ``pp`` pipeline
+    stages across domains (``n_gpus`` a multiple of the domain). Requests of ``prompt`` +
+    ``output`` = ``context`` tokens (default: half and half).
+
+    Memory (per GPU): the weights of one shard (:func:`llmmath.tp_shard`) in ``dtype`` (a name or a
+    :class:`~llmmath.WeightFormat`), the KV cache per token and per sequence, the largest batch that
+    fits beside the weights and ``reserve_bytes`` (:func:`llmmath.max_decode_batch`; default: what
+    vLLM's default ``gpu_memory_utilization`` leaves, shown as ``reserve_bytes``); with pipeline
+    stages, the busiest stage estimated from above (``ceil(L / pp)`` layers plus the embedding
+    and the LM head).
+
+    Time, at ``batch`` (default: that largest batch) and ``context`` tokens held: the **bounds**
+    ``prefill_seconds`` (the batch's prompts at once; ``ttft_seconds`` one prompt on an idle
+    server), ``seconds_per_output_token``, ``tokens_per_second`` and ``steady`` (a server fed
+    requests continuously, :func:`llmmath.steady_state`: requests/s, output tokens/s and its
+    ``cost_per_million_output_tokens`` at ``price_per_gpu_hour``, a lower bound on cost), each
+    with its breakdown (``step``, ``prefill``: weights read, KV read, compute, communication);
+    and the **predictions** with ``calibration`` under the same names prefixed ``predicted_``.
+    A mixture of experts: the bounds read the fewest experts (``k`` per layer),
+    ``seconds_per_output_token_most_experts`` every expert the batch can touch.
+    With pipeline stages the bounds take the stages' work as spread evenly over them (``/ pp``)
+    and a token's time at least the reading of every stage's weights in turn; the hand-off between
+    stages is left out.
+
     ``fits`` is False (and no times are given) when ``batch`` does not fit; ``batch_margin`` says
-    by how many sequences, and ``memory_margin_bytes`` (each GPU's memory less its weights and
-    ``reserve_bytes``) by how many bytes when not even the weights fit (``max_batch`` is then 0).
-    ``precision`` defaults to :func:`llmmath.default_precision` of ``gpu``; ``dtype`` and
-    ``kv_dtype`` must be formats the accelerator has kernels for (:func:`llmmath.check_storage_dtype`).
-    ``kv_bytes_per_sequence_per_gpu`` is the grouped cache, ``a_kv`` heads (what vLLM keeps);
-    ``kv_bytes_per_sequence_per_gpu_transformers`` what ``transformers`` keeps, the same except for
-    a config with ``kv_broadcast`` (Falcon's new decoder architecture: every one of the ``a`` heads).
+    by how many sequences, ``memory_margin_bytes`` by how many bytes when not even the weights fit
+    (``max_batch`` is then 0) and ``gpus_needed`` how many GPUs would hold them.
+    ``precision`` defaults to the peak the weights' format runs at on ``gpu``
+    (:func:`llmmath.matmul_precision`; a V100, which has no BF16, takes FP16 weights); ``dtype`` and
+    ``kv_dtype`` must be formats the accelerator has kernels for (:func:`llmmath.check_storage_dtype`:
+    no FP8 on a V100). ``kv_bytes_per_sequence_per_gpu`` is the grouped cache, ``a_kv`` heads (what
+    vLLM keeps); ``kv_bytes_per_sequence_per_gpu_transformers`` what ``transformers`` keeps, the same
+    except for a config with ``kv_broadcast`` (Falcon's new decoder architecture: every one of the
+    ``a`` heads).
     Derived in chapter :doc:`/chapters/capstone`.
     """
     cfg = _check_cfg(cfg)
     spec = accelerator(gpu)
-    t = check_int("n_gpus", n_gpus)
+    n_total = check_int("n_gpus", n_gpus)
+    t, pp = _serving_layout(spec, n_total)
     n = check_int("context", context)
-    check_storage_dtype(spec, "dtype", dtype)
+    if n < 2:
+        raise ValueError(f"context must be an integer >= 2 (a prompt and an output token), got {n}")
+    if prompt is not None:
+        prompt = check_int("prompt", prompt, maximum=n - 1)  # the context holds an output token too
+    if output is not None:
+        output = check_int("output", output, maximum=n - 1)
+    o = (n - (prompt if prompt is not None else n // 2)) if output is None else output
+    p = n - o if prompt is None else prompt
+    if p + o != n:
+        raise ValueError(f"prompt + output must equal context: {p} + {o} != {n}")
+    fmt = weight_format(dtype)
+    check_storage_dtype(spec, "dtype", fmt.dtype)
+    check_storage_dtype(spec, "dtype", fmt.rest)
     check_storage_dtype(spec, "kv_dtype", kv_dtype)
-    precision = default_precision(spec) if precision is None else precision
-    gpu_peak_flops(spec, precision)  # validates the precision for this accelerator
-    if isinstance(reserve_bytes, bool) or not isinstance(reserve_bytes, numbers.Integral):
+    if reserve_bytes is not None and (isinstance(reserve_bytes, bool)
+                                      or not isinstance(reserve_bytes, numbers.Integral)):
         raise TypeError(f"reserve_bytes must be an integer number of bytes, got {type(reserve_bytes).__name__}")
+    if price_per_gpu_hour is not None:
+        price_per_gpu_hour = check_positive("price_per_gpu_hour", price_per_gpu_hour, allow_zero=True)
+    precision = matmul_precision(fmt, spec) if precision is None else precision
+    gpu_peak_flops(spec, precision)  # validates the precision for this accelerator
+    memory = allocatable_memory_bytes(spec)
+    reserve = memory - usable_memory_bytes(spec) if reserve_bytes is None else reserve_bytes
     shard = tp_shard(cfg, t)
-    room = spec.memory_bytes - bytes_for(param_count(shard), dtype) - reserve_bytes  # < 0: the weights miss
-    largest = 0 if room < 0 else max_decode_batch(cfg, n, spec, reserve_bytes=reserve_bytes, dtype=dtype,
-                                                  kv_dtype=kv_dtype, tp=t)
+    weights, kv_token = _pipeline_memory(cfg, shard, pp, fmt, kv_dtype)
+    room = memory - weights - reserve  # < 0: the weights miss
+    per_seq = kv_token * n if pp > 1 else kv_bytes(shard, 1, n, kv_dtype)
+    # transformers' FalconForCausalLM caches K/V broadcast to every query head (kv_broadcast)
+    broadcast = shard.replace(n_kv_heads=shard.n_heads) if cfg.kv_broadcast else shard
+    if broadcast is shard:
+        per_seq_transformers = per_seq
+    elif pp > 1:
+        per_seq_transformers = _pipeline_memory(cfg, broadcast, pp, fmt, kv_dtype)[1] * n
+    else:
+        per_seq_transformers = kv_bytes(broadcast, 1, n, kv_dtype)
+    largest = 0 if room < 0 else int(room // per_seq)
     b = largest if batch is None else check_int("batch", batch)
-    p = n if prompt is None else check_int("prompt", prompt, maximum=n)
+    whole = _weights(cfg, fmt)
     out: dict[str, Any] = {
         "model": {"name": cfg.name, "params": param_count(cfg), "active_params": active_param_count(cfg)},
-        "cluster": {"gpu": spec.name, "n_gpus": t, "memory_bytes": spec.memory_bytes,
-                    "memory_bandwidth": spec.memory_bandwidth},
-        "context": n, "dtype": dtype, "kv_dtype": kv_dtype, "reserve_bytes": reserve_bytes,
-        "weights_bytes_per_gpu": bytes_for(param_count(shard), dtype),
-        "kv_bytes_per_sequence_per_gpu": kv_bytes(shard, 1, n, kv_dtype),
-        "kv_bytes_per_sequence_per_gpu_transformers": kv_bytes(
-            shard.replace(n_kv_heads=shard.n_heads) if cfg.kv_broadcast else shard, 1, n, kv_dtype),
+        "cluster": {"gpu": spec.name, "n_gpus": n_total, "tp": t, "pp": pp, "memory_bytes": memory,
+                    "memory_source": "the driver's report" if memory != spec.memory_bytes else "the data sheet",
+                    "memory_bytes_data_sheet": spec.memory_bytes, "memory_bandwidth": spec.memory_bandwidth,
+                    "precision": precision, "peak_flops": gpu_peak_flops(spec, precision)},
+        "context": n, "prompt": p, "output": o, "dtype": fmt.name, "kv_dtype": kv_dtype,
+        "reserve_bytes": reserve,
+        "reserve_source": ("vLLM's default gpu_memory_utilization 0.9 of the memory" if reserve_bytes is None
+                           else "given"),
+        "weights_bytes_per_gpu": weights,
+        "kv_bytes_per_token_per_gpu": kv_token,
+        "kv_bytes_per_sequence_per_gpu": per_seq,
+        "kv_bytes_per_sequence_per_gpu_transformers": per_seq_transformers,
         "memory_margin_bytes": room,
+        "gpus_needed": _gpus_needed(whole, memory - reserve, spec.domain_size),
         "max_batch": largest, "batch": b, "fits": 0 < b <= largest, "batch_margin": largest - b,
+        "calibration": {"name": calibration.name, "compute_efficiency": calibration.compute_efficiency,
+                        "memory_efficiency": calibration.memory_efficiency, "source": calibration.source,
+                        "error": calibration.error},
     }
-    if out["fits"]:
-        # a context of all max_position positions: the step that generates the token at the last
-        # position holds max_position - 1 (a learned table has no row for one more)
-        held = n - 1 if n == cfg.max_position and n > 1 else n
-        per_token = tp_decode_step_seconds(cfg, b, held, spec, t, precision=precision, dtype=dtype,
-                                           kv_dtype=kv_dtype)
-        out.update(
-            memory_bytes_per_gpu=serving_memory_bytes(cfg, b, n, dtype=dtype, kv_dtype=kv_dtype, tp=t),
-            prefill_seconds=prefill_seconds(tp_shard(cfg, t), b, p, spec, precision=precision, dtype=dtype,
-                                            kv_dtype=kv_dtype),
-            prompt=p,
-            seconds_per_output_token=per_token,
-            tokens_per_second=b / per_token,
-        )
+    if not out["fits"]:
+        return out
+    kw = dict(tp=t, dtype=fmt, kv_dtype=kv_dtype, precision=precision, allreduce=allreduce, check_memory=pp == 1)
+    for prefix, calib in (("", None), ("predicted_", calibration)):
+        step = decode_step_times(cfg, b, n - 1, spec, calibration=calib, **kw)
+        pre = prefill_times(cfg, b, p, spec, calibration=calib, **_no_check(kw))
+        one = prefill_times(cfg, 1, p, spec, calibration=calib, **_no_check(kw))
+        steady = steady_state(cfg, b, p, o, spec, calibration=calib, **kw)
+        if pp > 1:  # the stages split the work; a token still reads every stage's weights in turn
+            step = {**step, "seconds": max(step["seconds"] / pp, step["weights_read"])}
+            pre = {**pre, "seconds": max(pre["seconds"] / pp, pre["weights_read"])}
+            one = {**one, "seconds": max(one["seconds"] / pp, one["weights_read"])}
+            steady = {k: (v / pp if k in ("request_seconds", "seconds_per_output_token") else v * pp)
+                      for k, v in steady.items()}
+        tokens_per_second = b / step["seconds"]
+        cost = (None if price_per_gpu_hour is None
+                else price_per_gpu_hour * n_total / 3600 / steady["output_tokens_per_second"] * 1e6)
+        out.update({
+            f"{prefix}prefill_seconds": pre["seconds"],
+            f"{prefix}ttft_seconds": one["seconds"],
+            f"{prefix}seconds_per_output_token": step["seconds"],
+            f"{prefix}tokens_per_second": tokens_per_second,
+            f"{prefix}steady": {**steady, "cost_per_million_output_tokens": cost},
+            f"{prefix}step": step, f"{prefix}prefill": pre,
+        })
+        if cfg.is_moe and prefix == "":
+            most = decode_step_times(cfg, b, n - 1, spec, experts="max", **kw)["seconds"]
+            out["seconds_per_output_token_most_experts"] = max(most / pp, step["weights_read"]) if pp > 1 else most
+    out["memory_bytes_per_gpu"] = weights + b * per_seq
     return out

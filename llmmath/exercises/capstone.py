@@ -37,8 +37,8 @@ def _capstone(name: str) -> float:
         ds, per_gpu = preset("deepseek-v2"), 1e12 / (172.8e3 * 3600)
         n = param_count(ds) if name == "ds_mfu_total" else active_param_count(ds)
         return per_gpu * 6 * n / gpu_peak_flops("H800")
-    if name.startswith("serve_"):  # Llama 3 70B on 4 H100s, 16K contexts, FP8 cache, 4 GB reserve
-        run = serving_run(preset("llama-3-70b"), "H100", 4, 2**14, kv_dtype="fp8", reserve_bytes=4 * 10**9)
+    if name.startswith("serve_"):  # Llama 3 70B on 4 H100s, its 8,192 positions, FP8 cache, 4 GB reserve
+        run = serving_run(preset("llama-3-70b"), "H100", 4, 8192, kv_dtype="fp8", reserve_bytes=4 * 10**9)
         return run["max_batch"] if name == "serve_max_batch" else run["tokens_per_second"]
     if name == "budget_tokens":  # $1M at $2 per H100-hour, MFU 40%, Llama 3 8B at 8192 tokens
         seconds = 1e6 / 2.0 * 3600
@@ -73,8 +73,9 @@ EXERCISES = [
              (_cap("ds_mfu_total", "the 'MFU' with 6 N_total FLOPs per token", SIG3),
               _cap("ds_mfu_active", "the MFU with 6 N_active FLOPs per token", SIG3))),
     Exercise("capstone-ex-serve", "capstone-serving", "Serving Llama 3.1 405B",
-             "Llama 3 70B (the preset) on 4 H100s (tp = 4), sequences of 2**14 tokens, BF16 weights, FP8 "
-             "cache, a reserve of 4 * 10**9 bytes per GPU (serving_run).",
+             "Llama 3 70B (the preset) on 4 H100s (tp = 4), requests of 8,192 tokens (its maximum positions; "
+             "serving_run's default split, half prompt and half output), BF16 weights, FP8 cache, a reserve of "
+             "4 * 10**9 bytes per GPU (serving_run: the memory the driver reports).",
              (_cap("serve_max_batch", "the largest batch"),
               _cap("serve_tokens_per_second", "the bound on output tokens per second at that batch", SIG3))),
     Exercise("capstone-ex-budget", "capstone-recipe", "A plan in five numbers",
