@@ -27,10 +27,11 @@ module              chapter
 ``exercises``       each chapter's checkable exercises, ``exercises/<slug>.py`` (registered by ``check``)
 ==================  ===============================================================================
 
-Two modules serve the notebooks only and are not part of the top level: ``display`` (Markdown
-tables, ``show_table``) and ``plotting`` (``import llmmath.plotting`` sets PNG figures and the
-book's style). The data the modules read lives in ``hf_configs/`` (published ``config.json``
-files) and ``data/`` (the errata's claims, ``data/errata.json``).
+Three modules serve the notebooks only and are not part of the top level: ``display`` (Markdown
+tables, ``show_table``), ``plotting`` (``import llmmath.plotting`` sets PNG figures and the
+book's style) and ``live`` (the live calculator of the calculator chapter, ipywidgets controls).
+The data the modules read lives in ``hf_configs/`` (published ``config.json`` files) and ``data/``
+(the errata's claims, ``data/errata.json``).
 
 ``llmmath.check`` is the function :func:`check`; the module is ``llmmath.check`` in
 ``sys.modules`` (``from llmmath.check import describe`` works as usual).
