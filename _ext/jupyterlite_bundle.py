@@ -67,12 +67,21 @@ def spec() -> dict:
     return json.loads((LITE_SRC / "bundle.json").read_text())
 
 
+_DIGESTS: dict[tuple[str, int, int], str] = {}
+
+
 def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+    """The file's sha256 (remembered for the same path, size and modification time: a build
+    checks the same files at several steps)."""
+    st = os.stat(path)
+    key = (os.path.abspath(path), st.st_size, st.st_mtime_ns)
+    if key not in _DIGESTS:
+        h = hashlib.sha256()
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+        _DIGESTS[key] = h.hexdigest()
+    return _DIGESTS[key]
 
 
 def _log(message: str) -> None:
@@ -363,12 +372,16 @@ def with_fontlist(index: Path, wheel: Path) -> None:
         (tmp / ".complete").write_text(key)
         shutil.rmtree(folder, ignore_errors=True)
         tmp.rename(folder)
-    fontlist = (folder / "fontlist.json").read_bytes()
-    with zipfile.ZipFile(wheel) as z:
-        entries = [(info, z.read(info)) for info in z.infolist()]
-    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as z:
-        for info, data in entries:
-            z.writestr(info, fontlist if info.filename == "matplotlib/fontlist.json" else data)
+    patched = folder / wheel.name  # the wheel with the list, kept: compressing it again takes seconds
+    if not (patched.is_file() and (folder / ".wheel").is_file() and (folder / ".wheel").read_text() == sha256(patched)):
+        fontlist = (folder / "fontlist.json").read_bytes()
+        with zipfile.ZipFile(wheel) as z:
+            entries = [(info, z.read(info)) for info in z.infolist()]
+        with zipfile.ZipFile(patched, "w", zipfile.ZIP_DEFLATED) as z:
+            for info, data in entries:
+                z.writestr(info, fontlist if info.filename == "matplotlib/fontlist.json" else data)
+        (folder / ".wheel").write_text(sha256(patched))
+    shutil.copy2(patched, wheel)
 
 
 # --------------------------------------------------------------------------- wheels made here
@@ -695,7 +708,8 @@ def kernel_wheels() -> dict[str, Path]:
 
 
 def build_site(out: Path, notebooks: list[Path], pyodide: str = "local") -> dict[str, float]:
-    """Write the JupyterLite site into ``out`` (emptied first); return sizes in MB by part.
+    """Write the JupyterLite site into ``out`` (emptied first); return sizes in MB by part (the
+    total; Pyodide's core files, its packages and the other packages; the app; the notebooks).
 
     ``pyodide`` is ``"local"`` (Pyodide and its packages in the site: works offline) or ``"cdn"``.
     """
@@ -811,8 +825,15 @@ def build_site(out: Path, notebooks: list[Path], pyodide: str = "local") -> dict
     def mb(*parts: str) -> float:
         return sum(f.stat().st_size for p in parts for f in (out / p).rglob("*") if f.is_file()) / 1e6
 
-    return {"total": mb("."), "pyodide": mb("static") if (out / "static").exists() else 0.0,
-            "app": mb("build", *APPS, "extensions"), "wheels": mb("pypi"), "notebooks": mb("files")}
+    sizes = {"total": mb("."), "app": mb("build", *APPS, "extensions"), "notebooks": mb("files"),
+             "core": 0.0, "pyodide_packages": 0.0, "own_packages": mb("pypi")}
+    if pyodide == "local":  # Pyodide's folder: its core, its packages (compiled), the others
+        files = {p.name: p.stat().st_size / 1e6 for p in static.iterdir()}
+        pyodide_names = {lock["packages"][n]["file_name"] for n in pyodide_files}
+        sizes["core"] = sum(v for k, v in files.items() if k in s["pyodide"]["core_files"])
+        sizes["pyodide_packages"] = sum(v for k, v in files.items() if k in pyodide_names)
+        sizes["own_packages"] = sum(files.values()) - sizes["core"] - sizes["pyodide_packages"]
+    return sizes
 
 
 # --------------------------------------------------------------------------- the browser's cache
@@ -882,9 +903,9 @@ def _build(app, exception: Exception | None) -> None:
         sizes = build_site(Path(app.outdir) / "lite", notebooks, app.config.llmmath_lite_pyodide)
     except (BundleError, subprocess.CalledProcessError) as err:
         raise ExtensionError(f"jupyterlite_bundle: {err}") from err
-    _log(f"JupyterLite edition: {len(notebooks)} notebooks, {sizes['total']:.1f} MB "
-         f"(Pyodide {sizes['pyodide']:.1f}, app {sizes['app']:.1f}, wheels {sizes['wheels']:.1f}); "
-         f"{time.perf_counter() - t0:.1f} s")
+    _log(f"JupyterLite edition: {len(notebooks)} notebooks, {sizes['total']:.1f} MB (Pyodide's core "
+         f"{sizes['core']:.1f}, its packages {sizes['pyodide_packages']:.1f}, the others {sizes['own_packages']:.1f}, "
+         f"the app {sizes['app']:.1f}, the notebooks {sizes['notebooks']:.1f}); {time.perf_counter() - t0:.1f} s")
 
 
 def setup(app) -> dict[str, object]:

@@ -89,10 +89,12 @@ def plan_rows(**inputs: Any) -> list[tuple[str, str, str]]:
     return rows
 
 
-def _html(rows: list[tuple[str, str, str]]) -> str:
+def _html(rows: list[tuple[str, str, str]], inputs: Mapping[str, Any]) -> str:
+    """The numbers as an HTML table; its ``data-inputs`` (JSON) are the inputs they are for, and
+    each value cell's ``data-llmmath`` its key (the browser test reads both)."""
     body = "".join(f"<tr><td>{html.escape(label)}</td><td style='text-align:right' data-llmmath='{key}'>"
                    f"{html.escape(value)}</td></tr>" for key, label, value in rows)
-    return f"<table class='llmmath-live'>{body}</table>"
+    return f"<table class='llmmath-live' data-inputs='{html.escape(json.dumps(dict(inputs)))}'>{body}</table>"
 
 
 def _error_html(err: Exception) -> str:
@@ -145,12 +147,12 @@ def _widget(x: dict[str, Any], rows: list[tuple[str, str, str]]) -> Any:
         "dtype": w.Dropdown(options=list(llmmath.DTYPES), value=x["dtype"], description="weights", **wide),
         "kv_dtype": w.Dropdown(options=list(llmmath.DTYPES), value=x["kv_dtype"], description="KV cache", **wide),
     }
-    out = w.HTML(_html(rows))
+    out = w.HTML(_html(rows, x))
 
     def update(_change: object = None) -> None:
         values = {**x, **{k: c.value for k, c in controls.items()}}
         try:
-            out.value = _html(plan_rows(**values))
+            out.value = _html(plan_rows(**values), values)
         except (ValueError, TypeError, KeyError) as err:  # llmmath's messages name the input
             out.value = _error_html(err)
 

@@ -6,6 +6,7 @@ The same control is driven in the browser, in the JupyterLite edition (scripts/l
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from importlib import resources
@@ -88,6 +89,11 @@ def test_a_control_changes_the_numbers_to_llmmaths():
     assert _cell(widget, "days") == _expected(cfg, n_gpus=512)["days"] != _expected(cfg)["days"]
     _control(widget, "serving context").value = 8192
     assert _cell(widget, "max_batch") == _expected(cfg, n_gpus=512, context=8192)["max_batch"]
+    # the table names the inputs it is for (the browser test recomputes them on the host)
+    table = widget.children[-1].value
+    inputs = json.loads(html.unescape(re.search(r"data-inputs='([^']*)'", table).group(1)))
+    assert inputs["n_gpus"] == 512 and inputs["context"] == 8192
+    assert [v for _, _, v in plan_rows(**inputs)] == re.findall(r"data-llmmath='\w+'>([^<]*)<", table)
 
 
 def test_a_rejected_input_shows_llmmaths_message_in_place_of_the_numbers():
