@@ -455,8 +455,9 @@ def piplite_index(path: Path, wheels: list[Path], prefix: str = "./") -> None:
 # Requirements of the bundled wheels that are not Python in the browser: ipywidgets' JupyterLab
 # side (the labextension, bundled as an extension of the site) and the classic notebook's.
 JS_ONLY = frozenset({"widgetsnbextension", "jupyterlab-widgets"})
-# Imported by llmmath's reality-check helpers only (cells tagged needs-torch): not in the browser.
-NOT_IN_BROWSER = frozenset({"torch", "transformers"})
+# Imported by what of llmmath the browser never runs: the reality-check helpers (cells tagged
+# needs-torch) and the assignments' autograder (llmmath.grading).
+NOT_IN_BROWSER = frozenset({"torch", "transformers", "otter"})
 # What the kernel imports at its start (jupyterlite-pyodide-kernel's worker installs each name not
 # listed in ``loadPyodideOptions.packages`` with micropip/piplite, one after the other): all of
 # them preloaded from the lock instead. Everything else loads when a cell imports it.

@@ -69,11 +69,16 @@ def plan_rows(**inputs: Any) -> list[tuple[str, str, str]]:
                       dtype=x["dtype"], kv_dtype=x["kv_dtype"])
     rows = [("params", "parameters", f"{run['model']['params']:,}"),
             ("active_params", "active per token", f"{run['model']['active_params']:,}"),
-            ("layout", "layout", f"tp {lay.tp}, pp {lay.pp}, dp {lay.dp}, ep {lay.ep}, ZeRO-{lay.zero_stage}, "
+            ("layout", "layout", f"tp {lay.tp}, pp {lay.pp}, dp {lay.dp}, ep {lay.ep}"
+                                 + (f", {lay.schedule} x{lay.virtual_stages}" if lay.pp > 1 else "")
+                                 + f", ZeRO-{lay.zero_stage}, recompute {lay.recompute}; "
                                  f"{lay.microbatches} micro-batches of {lay.microbatch_size}"),
             ("gb_per_gpu", "memory of the busiest GPU (GB)",
              f"{run['memory']['total'] / GB:,.1f} of {run['cluster']['memory_bytes'] / GB:,.0f}"
              + ("" if run["fits"] else ": does not fit")),
+            ("model_step_seconds", "step (s), the step-time model (a lower bound)",
+             f"{run['model_estimate']['step']:,.3f}"),
+            ("model_mfu", "MFU, the step-time model", f"{run['model_estimate']['mfu']:.1%}"),
             ("step_seconds", f"step (s), {run['time_source']}", f"{run['step_seconds']:,.3f}"),
             ("mfu", "MFU", f"{run['mfu']:.1%}"),
             ("days", f"days for {x['tokens']:.3g} tokens", f"{run['days']:,.2f}"),

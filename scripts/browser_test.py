@@ -20,7 +20,8 @@ Failures (exit status 1):
   - a code cell that scrolls sideways at the default window size (``VIEWPORT``): chapter code
     lines are at most 88 characters and the book's CSS makes them fit;
   - in the JupyterLite edition (``_build/html/lite``), a chapter of ``LITE_DEFAULT`` (``--lite``)
-    that does not run: see scripts/lite_test.py (it runs in this browser, after the pages).
+    that does not run, or a live calculator whose numbers do not follow its control (the
+    calculator chapter's): see scripts/lite_test.py (it runs in this browser, after the pages).
 
 Advice (printed, exit status 0 unless ``--strict``): a code block or output wider than the
 column, a content image without a caption,
@@ -67,7 +68,9 @@ SHOT_PAGES = ("chapters/preface.html", "chapters/matmul-cost.html")  # more scre
 SKIP_DIRS = {"_static", "_sources", "_images", "_downloads", "lite"}  # lite/: the JupyterLite app
 TIMEOUT_MS = 15_000
 VIEWPORT = {"width": 1280, "height": 900}  # the default window size the book is checked at
-LITE_DEFAULT = ["matmul-cost"]  # chapters run in the JupyterLite edition (scripts/lite_test.py)
+# chapters run in the JupyterLite edition (scripts/lite_test.py): matmul-cost (the bench's), and the
+# calculator, whose live calculator gets a control driven
+LITE_DEFAULT = ["matmul-cost", "calculator"]
 LITE_RESULTS: list[dict] = []
 
 
