@@ -20,7 +20,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["calculator", "plan_rows"]
+__all__ = ["calculator", "plan_rows", "widget"]
 
 #: The inputs of the calculator and their defaults (the chapter passes its own).
 DEFAULTS: Mapping[str, Any] = {
@@ -106,23 +106,29 @@ def _error_html(err: Exception) -> str:
     return f"<p class='llmmath-live-error' style='color:#b00'>{html.escape(str(err))}</p>"
 
 
-def calculator(live: bool | None = None, **inputs: Any) -> Any:
-    """The live calculator for ``inputs`` (see :func:`plan_rows`).
+def calculator(live: bool | None = None, **inputs: Any) -> None:
+    """Show the live calculator for ``inputs`` (see :func:`plan_rows`).
 
     ``live`` None: controls in Pyodide (the JupyterLite edition), a table elsewhere; True: the
-    controls (needs ipywidgets); False: the table (Markdown, displayed). Returns the widget, or
-    None after displaying the table. A change of any control recomputes the numbers; an input
-    that llmmath rejects shows its message in place of the numbers.
+    controls (needs ipywidgets); False: the table (Markdown). The inputs as given must plan: a bad
+    one raises here, at the call.
     """
     from IPython.display import Markdown, display
 
     from llmmath.display import markdown_table
 
-    rows = plan_rows(**inputs)  # the inputs as given must plan: a bad one raises here, at the call
-    if not (sys.platform == "emscripten" if live is None else live):
+    rows = plan_rows(**inputs)
+    if sys.platform == "emscripten" if live is None else live:
+        display(_widget({**DEFAULTS, **inputs}, rows))
+    else:
         display(Markdown(markdown_table(["", "value"], [(label, value) for _, label, value in rows], "lr")))
-        return None
-    return _widget({**DEFAULTS, **inputs}, rows)
+
+
+def widget(**inputs: Any) -> Any:
+    """The live calculator's controls and numbers for ``inputs`` (an ipywidgets ``VBox``, not
+    displayed). A change of any control recomputes the numbers; an input that llmmath rejects
+    shows its message in place of the numbers."""
+    return _widget({**DEFAULTS, **inputs}, plan_rows(**inputs))
 
 
 def _widget(x: dict[str, Any], rows: list[tuple[str, str, str]]) -> Any:

@@ -15,6 +15,7 @@ import pytest
 
 import llmmath
 from llmmath.live import PASTED, calculator, plan_rows
+from llmmath.live import widget as live_widget
 from llmmath.planning import layout_for, serving_run, training_run
 
 GB = 1e9
@@ -56,13 +57,17 @@ def test_unknown_inputs_and_bad_values_are_named():
         plan_rows(preset=PASTED, config_json="{not json")
 
 
-def test_outside_the_browser_it_shows_a_table(monkeypatch):
+def test_outside_the_browser_it_shows_a_table_and_in_it_the_controls(monkeypatch):
     shown = []
     monkeypatch.setattr("IPython.display.display", lambda *objs, **kw: shown.extend(objs))
     assert calculator() is None
     text = shown[0].data
     days = _expected(llmmath.preset("qwen3-30b-a3b"))["days"]
     assert re.search(r"\| days for 1e\+12 tokens \| +" + re.escape(days), text)
+    pytest.importorskip("ipywidgets")
+    monkeypatch.setattr("sys.platform", "emscripten")  # Pyodide's: the controls, displayed
+    assert calculator() is None
+    assert _cell(shown[1], "days") == days
 
 
 def _cell(widget, key):
@@ -83,14 +88,14 @@ def _control(widget, description):
 def test_a_control_changes_the_numbers_to_llmmaths():
     pytest.importorskip("ipywidgets")
     cfg = llmmath.preset("qwen3-30b-a3b")
-    widget = calculator(live=True)
-    assert _cell(widget, "days") == _expected(cfg)["days"]
-    _control(widget, "GPUs").value = 512
-    assert _cell(widget, "days") == _expected(cfg, n_gpus=512)["days"] != _expected(cfg)["days"]
-    _control(widget, "serving context").value = 8192
-    assert _cell(widget, "max_batch") == _expected(cfg, n_gpus=512, context=8192)["max_batch"]
+    box = live_widget()
+    assert _cell(box, "days") == _expected(cfg)["days"]
+    _control(box, "GPUs").value = 512
+    assert _cell(box, "days") == _expected(cfg, n_gpus=512)["days"] != _expected(cfg)["days"]
+    _control(box, "serving context").value = 8192
+    assert _cell(box, "max_batch") == _expected(cfg, n_gpus=512, context=8192)["max_batch"]
     # the table names the inputs it is for (the browser test recomputes them on the host)
-    table = widget.children[-1].value
+    table = box.children[-1].value
     inputs = json.loads(html.unescape(re.search(r"data-inputs='([^']*)'", table).group(1)))
     assert inputs["n_gpus"] == 512 and inputs["context"] == 8192
     assert [v for _, _, v in plan_rows(**inputs)] == re.findall(r"data-llmmath='\w+'>([^<]*)<", table)
@@ -98,8 +103,8 @@ def test_a_control_changes_the_numbers_to_llmmaths():
 
 def test_a_rejected_input_shows_llmmaths_message_in_place_of_the_numbers():
     pytest.importorskip("ipywidgets")
-    widget = calculator(live=True)
-    _control(widget, "tensor parallel").value = 3
-    assert "must divide n_gpus" in widget.children[-1].value and _cell(widget, "days") is None
-    _control(widget, "tensor parallel").value = 1  # back to numbers
-    assert _cell(widget, "days") == _expected(llmmath.preset("qwen3-30b-a3b"))["days"]
+    box = live_widget()
+    _control(box, "tensor parallel").value = 3
+    assert "must divide n_gpus" in box.children[-1].value and _cell(box, "days") is None
+    _control(box, "tensor parallel").value = 1  # back to numbers
+    assert _cell(box, "days") == _expected(llmmath.preset("qwen3-30b-a3b"))["days"]
