@@ -18,12 +18,22 @@ rebuild nor a fresh clone on the same machine downloads or compiles again):
 * the Pyodide builds of numpy, matplotlib, IPython and what they need, taken from the PyPI wheel
   named in ``bundle.json`` (it carries the release's files): each file must have the sha256 that
   the lock lists, or the build fails (:class:`BundleError`);
-* sympy, mpmath and comm as pure-Python wheels from PyPI (``pip download --require-hashes``);
+* sympy, mpmath, comm and ipywidgets from PyPI (``pip download --require-hashes``), and
+  ipywidgets' JupyterLab extension from the jupyterlab_widgets wheel; the kernel's own wheels,
+  checked against its extension's index;
 * llmmath and the ``myst_nb`` shim (``lite/myst_nb``) written into wheels here, from the sources;
 * the chapter notebooks, made for the browser (:func:`lite_notebook`): outputs cleared, a first
   cell on what differs from the book, cells tagged ``needs-torch`` (PyTorch or transformers) or
   ``not-in-browser`` (too heavy for Pyodide) replaced by one ``print`` that names the local
   command, MyST markup rendered as plain Markdown.
+
+How it starts fast: every Python file is compiled to bytecode once, in Pyodide under Node
+(:func:`compiled_in_pyodide`; Pyodide 0.27 ships sources and compiles at every import); the
+site's own ``pyodide-lock.json`` (:func:`site_lock`) lists every file it serves with its sha256,
+so the kernel preloads what it imports at start (:data:`KERNEL_PACKAGES`) and a cell loads only
+what it imports; matplotlib's font list is built once (:func:`with_fontlist`); Pyodide's folder
+is named after its files' hash and ``lite/service-worker.js`` keeps the files that never change
+in the browser (:func:`service_worker`).
 """
 
 from __future__ import annotations
