@@ -246,3 +246,14 @@ def test_repack_replaces_compiled_sources_and_keeps_the_rest(tmp_path):
     bundle._repack(src, tmp_path / "keep.whl", drop_tests=False, keep_sources=True)
     with zipfile.ZipFile(tmp_path / "keep.whl") as z:
         assert {"pkg/a.py", "pkg/a.pyc", "pkg/tests/t.py"} <= set(z.namelist())
+
+
+def test_the_service_worker_answers_what_jupyterlites_answers():
+    """Ours replaces jupyterlite-core's: the paths it answers and its broadcast channel (the
+    kernel's file system and stdin go through them) must be those of the pinned JupyterLite's."""
+    theirs = (bundle._app_source() / "service-worker.js").read_text()
+    ours = (ROOT / "lite" / "service-worker.js").read_text()
+    literals = set(re.findall(r'"(/api/[\w/-]*|/sw-api[\w.]*)"', theirs))
+    assert {"/api/service-worker-heartbeat", "/api/drive", "/api/stdin/", "/sw-api.v1"} <= literals
+    literals.discard("/api/")  # theirs leaves other /api/ requests to the network: ours answers none
+    assert all(f'"{lit}"' in ours for lit in literals), literals
