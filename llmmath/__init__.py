@@ -29,9 +29,10 @@ module              chapter
 ``exercises``       each chapter's checkable exercises, ``exercises/<slug>.py`` (registered by ``check``)
 ==================  ===============================================================================
 
-Two modules serve the notebooks only and are not part of the top level: ``display`` (Markdown
-tables, ``show_table``) and ``plotting`` (``import llmmath.plotting`` sets PNG figures and the
-book's style); and ``grading`` serves the assignments' autograder (their tests and first cell).
+Three modules serve the notebooks only and are not part of the top level: ``display`` (Markdown
+tables, ``show_table``), ``plotting`` (``import llmmath.plotting`` sets PNG figures and the
+book's style) and ``live`` (the live calculator of the calculator chapter, ipywidgets controls);
+and ``grading`` serves the assignments' autograder (their tests and first cell).
 The data the modules read lives in ``hf_configs/`` (published ``config.json`` files) and ``data/``
 (the errata's claims, ``data/errata.json``; the published measured training runs,
 ``data/measured_runs.json``, and the step-time model's constants fitted to them,
