@@ -19,15 +19,22 @@ parser (``sphinx/transforms/i18n.py``, ``publish_msgstr``). What this extension 
   so do display math and messages with no word to translate (a table cell that is only a number,
   ``{doc}`` links or ``$h$``): :class:`MarkUntranslatable` marks them before anything reads the
   messages, so neither the gettext builder extracts them nor a translator sees them.
+* **Docstrings.** The API page is MyST, but its messages from ``llmmath``'s docstrings are
+  reStructuredText: their translations are parsed as reStructuredText.
 * **Complete pages.** ``locales/<language>/complete.txt`` lists the pages whose translation must be
   complete; in a translated edition, an untranslated (or fuzzy, or stale) message of such a page is
   a warning, which ``-W`` makes an error. Any other page shows a note at its top that it is not
-  (fully) translated yet.
+  (fully) translated yet, with its progress.
 * **Toctree captions** (the parts of ``_toc.yml``), inserted by sphinx-external-toc after Sphinx
   translated the page, are looked up in the root page's catalog.
-* **The language switch**: a header button on every page to the same page of the other edition
-  (``llmmath_editions``), and in a translated edition the JupyterLite button pointing to the English
-  edition's JupyterLite site (built once, shared; ``llmmath_lite`` is off in the translated build).
+* **The language switch** (``_ext/templates/llmmath-language-switch.html``) in the header of every
+  page, to the same page of each other edition (``llmmath_editions``: ``{language: folder}``), and
+  ``<link rel="alternate" hreflang>``; in a translated edition, the JupyterLite button opens the
+  English edition's JupyterLite site (built once, shared: ``llmmath_lite`` is off there).
+* **Search**: Sphinx 7.4's Chinese search made quadratic by a list (fixed with a set); jieba's
+  user dictionary made of the Chinese terms of ``terminology.csv``, so that a query for a term
+  finds it (the search page does not segment a query).
+* **The check line under an exercise** (``_ext/exercise_check.py``) in the edition's language.
 
 ``scripts/i18n.py`` builds a translated edition, extracts the messages and updates the catalogs;
 ``locales/TRANSLATING.md`` is the translators' guide.
@@ -68,8 +75,16 @@ _GENERATED = {"cell_output", "pasted-text", "pasted-inline", "pasted-math"}
 _RENDERERS: dict[str, object] = {}
 # docname -> the translations of its messages that are reStructuredText (docstrings)
 _RST_TRANSLATIONS: dict[str, set[str]] = {}
+# docname -> its catalog, msgid -> msgstr (read once per page, forgotten when the page is read)
+_MERGED: dict[str, dict[str, str]] = {}
 # id(MyST configuration) -> (the configuration, a Markdown parser made with it)
 _MD_PARSERS: dict[int, tuple[object, object]] = {}
+
+
+def is_message(document: nodes.document) -> bool:
+    """True for the small document Sphinx's Locale parses one translated message into (every
+    transform of the page runs on it again: those of this extension must not)."""
+    return str(document.get("source", "")).endswith("<translated>")
 
 
 def is_english(app_or_config) -> bool:
@@ -105,12 +120,12 @@ class MarkUntranslatable(SphinxTransform):
                     message = getattr(node, "rawsource", "") or ""
                     if message and nothing_to_translate(message.replace("\n", " ")):
                         node["translatable"] = False
-        if not is_english(self.config):
+        if not is_english(self.config) and not is_message(self.document):
             # messages of docstrings (the API page) are reStructuredText in a MyST page
             merged = merged_catalog(self.env, self.env.docname)
             _RST_TRANSLATIONS[self.env.docname] = {
                 merged[msg] for node, msg in extract_messages(self.document)
-                if ":docstring of " in (node.source or "") and merged.get(msg)}
+                if "docstring of " in (node.source or "") and merged.get(msg)}
 
 
 # --------------------------------------------------------------------------- notebooks
@@ -173,6 +188,7 @@ def _notebook_parser_class():
 def _forget_renderer(app: Sphinx, doctree: nodes.document) -> None:
     _RENDERERS.pop(app.env.docname, None)
     _RST_TRANSLATIONS.pop(app.env.docname, None)
+    _MERGED.pop(app.env.docname, None)
 
 
 # --------------------------------------------------------------------------- completeness
@@ -193,7 +209,14 @@ def _catalog(env, docname: str):
 
 
 def merged_catalog(env, docname: str) -> dict[str, str]:
-    """msgid -> msgstr of the page's catalog (as Sphinx's Locale merges it); {} without one."""
+    """msgid -> msgstr of the page's catalog (as Sphinx's Locale merges it); {} without one.
+    Read once per page (each ``sphinx.locale.init`` adds the catalog to a chain once more)."""
+    if docname not in _MERGED:
+        _MERGED[docname] = _merged_catalog(env, docname)
+    return _MERGED[docname]
+
+
+def _merged_catalog(env, docname: str) -> dict[str, str]:
     catalog = _catalog(env, docname)
     merged: dict[str, str] = {}
     while catalog is not None:
@@ -216,7 +239,8 @@ class CheckTranslated(SphinxTransform):
     def apply(self, **kwargs) -> None:
         from sphinx.builders.gettext import MessageCatalogBuilder
 
-        if is_english(self.config) or isinstance(self.app.builder, MessageCatalogBuilder):
+        if (is_english(self.config) or isinstance(self.app.builder, MessageCatalogBuilder)
+                or is_message(self.document)):
             return
         docname = self.env.docname
         merged = merged_catalog(self.env, docname)
@@ -268,14 +292,22 @@ class TranslateToctreeCaptions(SphinxTransform):
     default_priority = 101
 
     def apply(self, **kwargs) -> None:
-        if is_english(self.config):
+        if is_english(self.config) or is_message(self.document):
             return
         toctrees = list(self.document.findall(addnodes.toctree))
-        catalog = _catalog(self.env, self.env.docname) if toctrees else None
-        for toctree in toctrees if catalog is not None else ():
+        complete = self.config.llmmath_i18n_complete
+        if complete is None:
+            complete = complete_pages(self.env.srcdir, self.config.language)
+        merged = merged_catalog(self.env, self.env.docname) if toctrees else {}
+        for toctree in toctrees:
             caption = toctree.get("caption")
-            if caption and catalog.gettext(caption) != caption:
-                toctree["caption"] = toctree["rawcaption"] = catalog.gettext(caption)
+            if caption and merged.get(caption):
+                toctree["caption"] = toctree["rawcaption"] = merged[caption]
+            elif caption and self.env.docname in complete:
+                logger.warning("untranslated part caption of _toc.yml (translate it in "
+                               "locales/%s/LC_MESSAGES/%s.po): %r", self.config.language,
+                               self.env.docname, caption, location=toctree, type="i18n",
+                               subtype="untranslated")
 
 
 # --------------------------------------------------------------------------- buttons

@@ -80,15 +80,17 @@ def overrides(language: str) -> dict:
     return over
 
 
-def sphinx_build(outdir: Path, builder: str, confoverrides: dict, *, quiet: bool = True) -> int:
-    """Jupyter Book's Sphinx build of this book (as ``jupyter-book build`` does it), with overrides."""
+def sphinx_build(outdir: Path, builder: str, confoverrides: dict, *, quiet: bool = True,
+                 doctreedir: Path | None = None) -> int:
+    """Jupyter Book's Sphinx build of this book (as ``jupyter-book build`` does it), with overrides;
+    the doctrees go beside ``outdir`` (``.doctrees``) unless ``doctreedir`` is given."""
     from jupyter_book.sphinx import build_sphinx
 
     over = {"external_toc_path": (ROOT / "_toc.yml").as_posix(), "latex_individualpages": False,
             "nitpicky": True, **confoverrides}
     result = build_sphinx(ROOT, outdir, noconfig=True, path_config=str(ROOT / "_config.yml"),
                           confoverrides=over, builder=builder, warningiserror=True, keep_going=True,
-                          quiet=quiet)
+                          quiet=quiet, doctreedir=doctreedir)
     return result if isinstance(result, int) else 1
 
 
@@ -167,7 +169,8 @@ def catalogs(language: str = DEFAULT) -> dict[str, Path]:
 
 
 def complete_pages(language: str = DEFAULT) -> list[str]:
-    sys.path.insert(0, str(ROOT / "_ext"))
+    if str(ROOT / "_ext") not in sys.path:
+        sys.path.insert(0, str(ROOT / "_ext"))
     from book_i18n import complete_pages as listed
 
     return listed(ROOT, language)
@@ -183,11 +186,24 @@ def extract() -> int:
     """Every page's messages into _build/gettext/<docname>.pot (Sphinx's gettext builder)."""
     t0 = time.perf_counter()
     shutil.rmtree(POT_DIR, ignore_errors=True)
+    from myst_nb.core.render import base_render_priority
+
+    # myst-nb renders no output for a builder it does not know (gettext): the images of
+    # {glue:figure}, whose alt texts are messages, would be missing; render as for HTML
+    as_html = [("gettext", mime, rank) for mime, rank in base_render_priority()["html"].items()]
     code = sphinx_build(POT_DIR, "gettext", {"project": "llmmath", "version": "", "release": "",
-                                            "llmmath_lite": False})
-    print(f"[i18n] messages extracted into {POT_DIR.relative_to(ROOT)}/ in "
-          f"{time.perf_counter() - t0:.1f} s", flush=True)
+                                            "llmmath_lite": False,
+                                            "nb_mime_priority_overrides": as_html},
+                        doctreedir=BUILD / ".doctrees-gettext")  # not the HTML build's
+    where = f"extracted into {POT_DIR.relative_to(ROOT)}/" if code == 0 else "NOT extracted (failed)"
+    print(f"[i18n] messages {where} in {time.perf_counter() - t0:.1f} s", flush=True)
+    if code:
+        shutil.rmtree(POT_DIR, ignore_errors=True)
     return code
+
+
+def _have_pots() -> bool:
+    return POT_DIR.is_dir() and any(POT_DIR.rglob("*.pot"))
 
 
 def _entries(catalog) -> dict[str, tuple[str, bool]]:
@@ -436,8 +452,8 @@ def page_facts(path: Path) -> _Facts:
     return parser
 
 
-def _pages(site: Path, other_edition: str) -> set[str]:
-    skip = {"_static", "_sources", "_images", "lite", other_edition.split("/")[0]} - {""}
+def _pages(site: Path, editions: set[str]) -> set[str]:
+    skip = {"_static", "_sources", "_images", "lite"} | editions
     return {p.relative_to(site).as_posix() for p in site.rglob("*.html")
             if not skip & set(p.relative_to(site).parts[:-1])}
 
@@ -452,7 +468,8 @@ def check_editions(english: Path, editions: dict[str, Path], switch: bool = True
         folder = edition.relative_to(english).as_posix() if edition.is_relative_to(english) else ""
         label = f"{folder or edition.name}/"
 
-        translated, original = _pages(edition, ""), _pages(english, folder)
+        translated = _pages(edition, set())
+        original = _pages(english, {e["folder"].split("/")[0] for e in EDITIONS.values()})
         if translated != original:
             problems.append(f"{label}: other pages than the English edition's: "
                             f"{sorted(translated ^ original)[:5]}")
@@ -473,7 +490,7 @@ def check_editions(english: Path, editions: dict[str, Path], switch: bool = True
 
 
 # --------------------------------------------------------------------------- pseudo-translation
-PSEUDO_PREFIX = "【译】"
+PSEUDO_PREFIX = "【译】 "  # a space: reStructuredText inline markup needs one after 】
 
 
 def pseudo(language: str = DEFAULT) -> int:
@@ -481,7 +498,7 @@ def pseudo(language: str = DEFAULT) -> int:
     translated (every page complete, -W) and keeps its glue, math and links (check_editions)."""
     from sphinx_intl.catalog import dump_po
 
-    if not POT_DIR.is_dir() and extract():
+    if not _have_pots() and extract():
         return 1
     base = BUILD / "pseudo" / "locales"
     shutil.rmtree(BUILD / "pseudo", ignore_errors=True)
@@ -605,7 +622,7 @@ def todo(docnames: list[str], language: str) -> int:
 
 def count() -> int:
     """Messages per page in the whole book (run ``extract`` first)."""
-    if not POT_DIR.is_dir() and extract():
+    if not _have_pots() and extract():
         return 1
     total_messages = total_words = 0
     print(f"{'page':34} {'messages':>8} {'words':>7}")
