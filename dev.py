@@ -112,7 +112,8 @@ def build_book() -> None:
 def book() -> None:
     setup("book")
     build_book()
-    print(f"\nThe book is at {ROOT / '_build' / 'html' / 'index.html'}")
+    print(f"\nThe book is at {ROOT / '_build' / 'html' / 'index.html'}"
+          f" (the Chinese edition: {ROOT / '_build' / 'html' / 'zh' / 'index.html'})")
 
 
 def ensure_chromium() -> bool:
