@@ -417,22 +417,21 @@ async def _screenshots(page, rel: str, facts: dict, shots: Path) -> None:
 async def check_search(context, base: str, problems: list[str], shots: Path | None,
                        edition: str = "", term: str = SEARCH_TERM, page_found: str = SEARCH_PAGE) -> int:
     """Search for ``term`` in the edition in folder ``edition``; ``page_found`` must be a result."""
-    SEARCH_TERM, SEARCH_PAGE = term, page_found  # noqa: N806 - the messages below name them
     page = await context.new_page()
     errors: list[str] = []
     page.on("console", lambda m: m.type == "error" and _console_error(m, errors))
-    await page.goto(f"{base}{edition}search.html?q={SEARCH_TERM}", wait_until="load", timeout=TIMEOUT_MS)
+    await page.goto(f"{base}{edition}search.html?q={term}", wait_until="load", timeout=TIMEOUT_MS)
     try:
         await page.wait_for_function(
             "() => document.querySelector('#search-results p.search-summary, .search-summary')",
             timeout=TIMEOUT_MS)
     except Exception:  # noqa: BLE001 - Playwright's TimeoutError: report it
-        problems.append(f"search: no search summary for {SEARCH_TERM!r} within {TIMEOUT_MS} ms")
+        problems.append(f"search: no search summary for {term!r} within {TIMEOUT_MS} ms")
     hits = await page.eval_on_selector_all("#search-results ul.search li a", "as => as.map(a => a.href)")
     if not hits:
-        problems.append(f"search: no results for {SEARCH_TERM!r}")
-    elif not any(SEARCH_PAGE in h for h in hits):
-        problems.append(f"search: {SEARCH_PAGE} not among the results for {SEARCH_TERM!r}")
+        problems.append(f"search: no results for {term!r}")
+    elif not any(page_found in h for h in hits):
+        problems.append(f"search: {page_found} not among the results for {term!r}")
     problems.extend(f"search: {e}" for e in errors)
     if shots is not None:
         await page.screenshot(path=str(shots / f"search{'-' + edition.strip('/') if edition else ''}.png"))
