@@ -214,7 +214,8 @@ def coursework() -> None:
 
 
 COMMANDS = {"book": book, "test": test, "execute": execute, "bench": bench, "lite-all": lite_all,
-            "student": coursework, "assign": coursework, "grade": coursework, "i18n": i18n}
+            "student": coursework, "assign": coursework, "grade": coursework, "gradebook": coursework,
+            "i18n": i18n}
 
 if __name__ == "__main__":
     if len(sys.argv) < 2 or sys.argv[1] not in COMMANDS:

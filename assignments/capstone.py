@@ -6,14 +6,14 @@
 # llmmath.check.describe) must be assigned by a "# SOLUTION" line. Run this file to check it.
 import llmmath
 
-# %% capstone-ex-llama2
+# %% capstone-ex-llama65b
 # BEGIN SOLUTION NO PROMPT
-l13 = llmmath.preset("llama2-13b")
-rate = 2e12 / (368_640 * 3600)  # tokens per GPU and second
+l65 = llmmath.preset("llama-65b")
+rate = 1.4e12 / (1_022_362 * 3600)  # tokens per GPU and second
 a100 = llmmath.gpu_peak_flops("A100")
 # END SOLUTION
-l13_mfu_exact = llmmath.mfu(rate, l13, 1, a100, seq=4096)  # SOLUTION
-l13_mfu_6n = rate * 6 * llmmath.param_count(l13) / a100  # SOLUTION
+l65_mfu_exact = llmmath.mfu(rate, l65, 1, a100, seq=2048)  # SOLUTION
+l65_exact_over_6n = l65_mfu_exact / (rate * 6 * llmmath.param_count(l65) / a100)  # SOLUTION
 
 # %% capstone-ex-gpt3-h100
 # BEGIN SOLUTION NO PROMPT
@@ -42,8 +42,8 @@ mem_pp4_gb = busiest_gb(4)  # SOLUTION
 
 # %% capstone-ex-deepseek
 # BEGIN SOLUTION NO PROMPT
-ds = llmmath.preset("deepseek-v3")
-rate = 1e12 / (180e3 * 3600)
+ds = llmmath.preset("deepseek-v2")
+rate = 1e12 / (172.8e3 * 3600)
 h800 = llmmath.gpu_peak_flops("H800")
 # END SOLUTION
 ds_mfu_total = rate * 6 * llmmath.param_count(ds) / h800  # SOLUTION
@@ -67,5 +67,5 @@ budget_tokens = hours * 3600 * llmmath.gpu_peak_flops("H100") * 0.4 / per_token 
 # BEGIN SOLUTION NO PROMPT
 h = llmmath.preset("deepseek-v3").hidden_size
 # END SOLUTION
-tp_ratio_h800 = llmmath.tp_comm_compute_ratio(h, 8, "H800")  # SOLUTION
-tp_ratio_h100 = llmmath.tp_comm_compute_ratio(h, 8, "H100")  # SOLUTION
+tp_ratio_h800 = llmmath.tp_comm_compute_ratio(h, 2, "H800")  # SOLUTION
+tp_ratio_h100 = llmmath.tp_comm_compute_ratio(h, 2, "H100")  # SOLUTION

@@ -52,8 +52,8 @@ class Directive:
 def chapter_notebooks(root: Path = ROOT, numbered_only: bool = False) -> list[Path]:
     """The ``.ipynb`` files listed in ``_toc.yml``, in book order.
 
-    With ``numbered_only``, only those of numbered parts: the chapters proper (not the preface or
-    the appendices).
+    With ``numbered_only``, only those of numbered parts: the chapters proper (not the preface, the
+    appendices, or a chapter's sub-pages listed under its ``sections``, such as its reference page).
     """
     toc = yaml.safe_load((root / "_toc.yml").read_text())
     files: list[str] = []
@@ -64,7 +64,7 @@ def chapter_notebooks(root: Path = ROOT, numbered_only: bool = False) -> list[Pa
             if "file" in node and (numbered or not numbered_only):
                 files.append(node["file"])
             for key, value in node.items():
-                if key in ("parts", "chapters", "sections"):
+                if key in ("parts", "chapters") or (key == "sections" and not numbered_only):
                     walk(value, numbered)
         elif isinstance(node, list):
             for item in node:

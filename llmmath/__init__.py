@@ -29,8 +29,9 @@ module              chapter
 
 Two modules serve the notebooks only and are not part of the top level: ``display`` (Markdown
 tables, ``show_table``) and ``plotting`` (``import llmmath.plotting`` sets PNG figures and the
-book's style). The data the modules read lives in ``hf_configs/`` (published ``config.json``
-files) and ``data/`` (the errata's claims, ``data/errata.json``).
+book's style); and ``grading`` serves the assignments' autograder (their tests and first cell).
+The data the modules read lives in ``hf_configs/`` (published ``config.json`` files) and ``data/``
+(the errata's claims, ``data/errata.json``).
 
 ``llmmath.check`` is the function :func:`check`; the module is ``llmmath.check`` in
 ``sys.modules`` (``from llmmath.check import describe`` works as usual).

@@ -24,23 +24,33 @@ from pathlib import Path
 from typing import Any
 
 from .config import TransformerConfig, from_hf_config, supported_families_table
-from .hardware import GPUS, accelerator
+from .hardware import GPUS, Accelerator, accelerator, check_storage_dtype, default_precision
+from .memory import RECOMPUTE_MODES
 from .presets import PRESETS, preset
+from .units import DTYPES
 
 _LAYOUT_FLAGS = ("tp", "pp", "cp", "ep", "zero", "micro_batch", "recompute")
 
 
 def load(spec: str) -> TransformerConfig:
-    """A preset name, or the path of a ``config.json`` file."""
+    """A preset name, the path of a ``config.json`` file, or a directory holding one (a
+    downloaded checkpoint). The model is named after the directory (``.../Llama-3.1-8B/config.json``
+    or ``.../Llama-3.1-8B`` -> ``Llama-3.1-8B``), or after the file when it is not called
+    ``config.json`` (``llama.json`` -> ``llama``)."""
     path = Path(spec)
     if spec.endswith(".json") or path.exists():
+        if path.is_dir():
+            if not (path / "config.json").is_file():
+                raise ValueError(f"{spec} is a directory without a config.json")
+            path = path / "config.json"
         if not path.is_file():
             raise ValueError(f"no such file: {spec}")
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise ValueError(f"{spec} is not valid JSON: {exc}") from exc
-        return from_hf_config(data, name=path.parent.name or path.stem)
+        name = path.resolve().parent.name if path.name == "config.json" else path.stem
+        return from_hf_config(data, name=name or path.stem)
     return preset(spec)
 
 
@@ -155,11 +165,81 @@ def _number(text: str) -> float:
     return value
 
 
+def _integer(minimum: int = 1, maximum: int | None = None) -> Callable[[str], int]:
+    """An integer flag in ``[minimum, maximum]`` (argparse names the flag in its error)."""
+    bound = f">= {minimum}" + ("" if maximum is None else f" and <= {maximum}")
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text.replace("_", ""))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer {bound}, got {text!r}") from None
+        if value < minimum or (maximum is not None and value > maximum):
+            raise argparse.ArgumentTypeError(f"expected an integer {bound}, got {text!r}")
+        return value
+    return parse
+
+
+def _real(low: float, high: float | None = None, *, open_low: bool = False) -> Callable[[str], float]:
+    """A finite real flag in ``[low, high]`` (``(low, high]`` with ``open_low``)."""
+    bound = ("> " if open_low else ">= ") + f"{low:g}" + ("" if high is None else f" and <= {high:g}")
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text.replace("_", ""))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number {bound}, got {text!r}") from None
+        if not math.isfinite(value) or value < low or (open_low and value == low) \
+                or (high is not None and value > high):
+            raise argparse.ArgumentTypeError(f"expected a number {bound}, got {text!r}")
+        return value
+    return parse
+
+
+#: Storage formats of the weights (``--dtype``) and of the KV cache (``--kv-dtype``, no 4-bit cache).
+_WEIGHT_DTYPES = DTYPES
+_KV_DTYPES = tuple(d for d in DTYPES if d != "int4")
+
+
+def _check_gpu(args: argparse.Namespace) -> Accelerator:
+    """``--gpu`` as an accelerator, and ``--precision`` (default: what a 16-bit model computes in
+    there, :func:`llmmath.default_precision`) one of the precisions it has."""
+    try:
+        spec = accelerator(args.gpu)
+    except ValueError:
+        raise ValueError(f"--gpu must be one of {', '.join(GPUS)} (any case); got {args.gpu!r}") from None
+    if args.precision is None:
+        args.precision = default_precision(spec)
+    elif args.precision not in spec.peak_flops:
+        raise ValueError(f"--precision must be one of the {spec.name}'s: {', '.join(spec.peak_flops)}; "
+                         f"got {args.precision!r}")
+    return spec
+
+
+def _check_one_step(tokens: float, global_batch: int, seq: int) -> None:
+    """``--tokens`` must fill at least one optimizer step of ``global_batch`` sequences of ``seq``
+    tokens (a shorter run would be charged a whole step)."""
+    if tokens < global_batch * seq:
+        raise ValueError(f"--tokens {_count(tokens)} is less than one optimizer step ({global_batch:,} sequences of "
+                         f"{seq:,} tokens = {global_batch * seq:,}): lower --global-batch-tokens or --seq")
+
+
+def _check_positions(flag: str, value: int, cfg: TransformerConfig) -> None:
+    """One rule for every model, learned or rotary positions: a sequence holds at most the
+    ``max_position_embeddings`` positions its config declares (rope scaling is not applied on top:
+    a checkpoint extended by it declares the extended length, e.g. Llama 3.1's 131,072)."""
+    if cfg.max_position is not None and value > cfg.max_position:
+        raise ValueError(f"{flag} {value:,} exceeds the {cfg.max_position:,} positions of {cfg.name} "
+                         f"({cfg.position} positions; the config's max_position_embeddings): to plan a longer "
+                         "context, raise max_position_embeddings in a copy of the config")
+
+
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", help="a preset name or the path of a config.json")
     parser.add_argument("--gpu", required=True, help=f"accelerator: {', '.join(GPUS)} (any case)")
-    parser.add_argument("--gpus", required=True, type=int, help="number of accelerators")
-    parser.add_argument("--precision", default="bf16_tensor", help="peak FLOP/s used (default bf16_tensor)")
+    parser.add_argument("--gpus", required=True, type=_integer(), help="number of accelerators")
+    parser.add_argument("--precision", default=None, help="peak FLOP/s used (default: the accelerator's 16-bit "
+                        "tensor precision, bf16_tensor, or fp16_tensor on a V100)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
@@ -168,23 +248,24 @@ def _plan_parser() -> argparse.ArgumentParser:
                 "days, GPU-hours and cost; without a layout, search the layouts.")
     _common(p)
     p.add_argument("--tokens", required=True, type=_number, help="training tokens, e.g. 15e12")
-    p.add_argument("--seq", type=int, default=None, help="sequence length (default: the model's positions, at "
-                   "most 8192)")
+    p.add_argument("--seq", type=_integer(), default=None, help="sequence length, at most the model's positions "
+                   "(default: the model's positions, at most 8192)")
     p.add_argument("--global-batch-tokens", type=_number, default=None,
                    help="tokens per optimizer step (default 2^22 = 4,194,304, rounded to whole micro-batches)")
     for flag in ("tp", "pp", "cp", "ep"):
-        p.add_argument(f"--{flag}", type=int, default=None, help=f"{flag} degree (a layout flag)")
-    p.add_argument("--zero", type=int, default=None, help="ZeRO stage 0-3 (default 1)")
-    p.add_argument("--micro-batch", type=int, default=None, help="sequences per micro-batch (default 1)")
-    p.add_argument("--recompute", default=None, help="none, selective or full (default selective)")
-    p.add_argument("--mfu", type=float, default=None, help="assumed model FLOPs utilisation; without it the "
-                   "step-time model runs kernels at --efficiency of peak")
-    p.add_argument("--efficiency", type=float, default=1.0,
+        p.add_argument(f"--{flag}", type=_integer(), default=None, help=f"{flag} degree (a layout flag)")
+    p.add_argument("--zero", type=_integer(0, 3), default=None, help="ZeRO stage 0-3 (default 1)")
+    p.add_argument("--micro-batch", type=_integer(), default=None, help="sequences per micro-batch (default 1)")
+    p.add_argument("--recompute", default=None, choices=RECOMPUTE_MODES,
+                   help="none, selective or full (default selective)")
+    p.add_argument("--mfu", type=_real(0, 1, open_low=True), default=None, help="assumed model FLOPs utilisation; "
+                   "without it the step-time model runs kernels at --efficiency of peak")
+    p.add_argument("--efficiency", type=_real(0, 1, open_low=True), default=1.0,
                    help="fraction of peak the kernels reach in the step-time model (default 1: a lower bound)")
-    p.add_argument("--price-per-gpu-hour", type=float, default=None, help="price of one GPU-hour, for the cost")
+    p.add_argument("--price-per-gpu-hour", type=_real(0), default=None, help="price of one GPU-hour, for the cost")
     p.add_argument("--no-dropout", action="store_true",
                    help="the model trains without dropout (Llama, DeepSeek): no dropout masks in the activations")
-    p.add_argument("--top", type=int, default=5, help="layouts to show when searching (default 5)")
+    p.add_argument("--top", type=_integer(), default=5, help="layouts to show when searching (default 5)")
     return p
 
 
@@ -192,18 +273,34 @@ def _serve_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="python -m llmmath serve", description="Plan serving: weights and KV cache per GPU, the "
                 "largest batch, latency bounds and throughput (tensor parallelism over --gpus).")
     _common(p)
-    p.add_argument("--context", required=True, type=int, help="tokens per sequence (prompt + output)")
-    p.add_argument("--batch", type=int, default=None, help="concurrent sequences (default: the largest that fits)")
-    p.add_argument("--prompt", type=int, default=None, help="prompt tokens of the prefill (default: --context)")
-    p.add_argument("--dtype", default="bf16", help="weights: fp32, fp16, bf16, fp8, int8, int4 (default bf16)")
-    p.add_argument("--kv-dtype", default="bf16", help="KV cache: fp32, fp16, bf16, fp8, int8 (default bf16)")
-    p.add_argument("--reserve-gb", type=float, default=0.0,
+    p.add_argument("--context", required=True, type=_integer(),
+                   help="tokens per sequence (prompt + output), at most the model's positions")
+    p.add_argument("--batch", type=_integer(), default=None, help="concurrent sequences (default: the largest "
+                   "that fits)")
+    p.add_argument("--prompt", type=_integer(), default=None, help="prompt tokens of the prefill, at most "
+                   "--context (default: --context)")
+    p.add_argument("--dtype", default=None, choices=_WEIGHT_DTYPES, help=f"weights: {', '.join(_WEIGHT_DTYPES)} "
+                   "(default bf16; fp16 with --precision fp16_tensor or on a V100, which has no BF16; no fp8 on "
+                   "a V100)")
+    p.add_argument("--kv-dtype", default=None, choices=_KV_DTYPES, help=f"KV cache: {', '.join(_KV_DTYPES)} "
+                   "(default: as --dtype's default; no fp8 on a V100)")
+    p.add_argument("--reserve-gb", type=_real(0), default=0.0,
                    help="GB per GPU kept for activations and the runtime (default 0)")
     return p
 
 
 def _gb(n: float) -> str:
-    return f"{n / 1e9:,.1f} GB"
+    """Bytes as GB: one decimal, or two significant figures where one decimal would print a
+    non-zero size as "0.0 GB" (falcon-40b's KV cache per sequence and GPU is 0.031 GB)."""
+    if n == 0 or abs(n) >= 0.05e9:
+        return f"{n / 1e9:,.1f} GB"
+    return f"{n / 1e9:.2g} GB"
+
+
+def _count(x: float, decimals: int = 0) -> str:
+    """A count or amount with thousands separators while a float holds it exactly (below 10^15),
+    else in scientific notation (``1e30`` tokens is not printed as float noise)."""
+    return f"{x:,.{decimals}f}" if abs(x) < 1e15 else f"{x:.4g}"
 
 
 def _layout_text(lay: dict[str, Any], seq: int) -> str:
@@ -224,7 +321,7 @@ def _plan_text(run: dict[str, Any]) -> list[tuple[str, str]]:
            else f"does NOT fit: {_gb(-run['margin_bytes'])} over")
     comm = ", ".join(f"{k} {_gb(v)}" for k, v in run["communication_bytes_per_step"].items() if k != "total" and v)
     est = run["model_estimate"]
-    cost = "" if run["cost"] is None else f", cost {run['cost']:,.0f}"
+    cost = "" if run["cost"] is None else f", cost {_count(run['cost'])}"
     return [
         ("layout", _layout_text(run["layout"], run["seq"])),
         ("memory (busiest GPU)", f"stage {mem['stage']}: {parts}"),
@@ -233,8 +330,8 @@ def _plan_text(run: dict[str, Any]) -> list[tuple[str, str]]:
         ("step time", f"{run['step_seconds']:,.2f} s ({run['time_source']}); model estimate "
                       f"{est['step']:,.2f} s = compute {est['compute']:,.2f} + bubble {est['bubble']:,.2f} "
                       f"+ exposed communication {est['exposed_communication']:,.2f}, MFU {est['mfu']:.1%}"),
-        ("run", f"{run['steps']:,} steps, {run['days']:,.1f} days, {run['gpu_hours']:,.0f} GPU-hours{cost}, "
-                f"{run['tokens_per_second']:,.0f} tokens/s, MFU {run['mfu']:.1%}"),
+        ("run", f"{_count(run['steps'])} steps, {_count(run['days'], 1)} days, {_count(run['gpu_hours'])} "
+                f"GPU-hours{cost}, {run['tokens_per_second']:,.0f} tokens/s, MFU {run['mfu']:.1%}"),
     ]
 
 
@@ -243,9 +340,12 @@ def _plan(argv: Sequence[str]) -> int:
     from .planning import layout_for, search_training_runs, training_run
 
     args = _plan_parser().parse_args(argv)
+    _check_gpu(args)
     cfg = load(args.model)
     seq = args.seq if args.seq is not None else min(cfg.max_position or 8192, 8192)
+    _check_positions("--seq", seq, cfg)
     gbt = args.global_batch_tokens if args.global_batch_tokens is not None else 2**22
+    _check_one_step(args.tokens, max(1, round(gbt / seq)), seq)
     kw = dict(mfu=args.mfu, efficiency=args.efficiency, price_per_gpu_hour=args.price_per_gpu_hour,
               precision=args.precision, dropout=not args.no_dropout)
     if any(getattr(args, f) is not None for f in _LAYOUT_FLAGS):
@@ -255,11 +355,12 @@ def _plan(argv: Sequence[str]) -> int:
         degrees.setdefault("zero_stage", 1)
         degrees.setdefault("recompute", "selective")
         layout = layout_for(cfg, args.gpus, seq, gbt, **degrees)
+        _check_one_step(args.tokens, layout.global_batch, seq)
         run = training_run(cfg, args.tokens, args.gpu, layout, seq, **kw)
         if args.json:
             print(json.dumps(run, indent=2))
         else:
-            print(f"Training {cfg.name} ({run['model']['params']:,} parameters) on {args.tokens:,.0f} tokens, "
+            print(f"Training {cfg.name} ({run['model']['params']:,} parameters) on {_count(args.tokens)} tokens, "
                   f"{run['cluster']['n_gpus']:,} x {run['cluster']['gpu']}")
             _print_rows(_plan_text(run))
         return 0 if run["fits"] else 1
@@ -267,7 +368,8 @@ def _plan(argv: Sequence[str]) -> int:
     if args.json:
         print(json.dumps(found, indent=2))
         return 0 if found["best"] else 1
-    print(f"Training {cfg.name} on {args.tokens:,.0f} tokens, {args.gpus:,} x {accelerator(args.gpu).name}: searched "
+    print(f"Training {cfg.name} on {_count(args.tokens)} tokens, {args.gpus:,} x {accelerator(args.gpu).name}: "
+          "searched "
           f"{found['candidates']:,} layouts (global batch {found['global_batch']:,} x {seq:,} tokens), "
           f"{found['fitting']:,} fit")
     if not found["best"]:
@@ -289,13 +391,29 @@ def _plan(argv: Sequence[str]) -> int:
     return 0
 
 
+def _broadcast_note(cfg: TransformerConfig, run: dict[str, Any]) -> str:
+    """Falcon's new decoder architecture: the grouped cache (vLLM) and transformers' broadcast one."""
+    if not cfg.kv_broadcast:
+        return ""
+    t = run["cluster"]["n_gpus"]
+    kv, a = max(cfg.n_kv_heads // t, 1), cfg.n_heads // t
+    return (f", grouped: {kv} KV head(s) per GPU, as vLLM caches it; transformers' Falcon caches K/V broadcast "
+            f"to all {a} heads: {_gb(run['kv_bytes_per_sequence_per_gpu_transformers'])} per GPU ({a // kv}x)")
+
+
 def _serve(argv: Sequence[str]) -> int:
     from .planning import serving_run
 
     args = _serve_parser().parse_args(argv)
+    spec = _check_gpu(args)
+    half = "fp16" if "fp16_tensor" in (args.precision, default_precision(spec)) else "bf16"
+    args.dtype = check_storage_dtype(spec, "--dtype", args.dtype or half)
+    args.kv_dtype = check_storage_dtype(spec, "--kv-dtype", args.kv_dtype or half)
     cfg = load(args.model)
-    if not math.isfinite(args.reserve_gb) or args.reserve_gb < 0:
-        raise ValueError(f"--reserve-gb must be a number >= 0, got {args.reserve_gb}")
+    _check_positions("--context", args.context, cfg)
+    if args.prompt is not None and args.prompt > args.context:
+        raise ValueError(f"--prompt {args.prompt:,} exceeds --context {args.context:,} (the context holds the "
+                         "prompt and the output)")
     run = serving_run(cfg, args.gpu, args.gpus, args.context, batch=args.batch, prompt=args.prompt,
                       dtype=args.dtype, kv_dtype=args.kv_dtype, reserve_bytes=round(args.reserve_gb * 1e9),
                       precision=args.precision)
@@ -308,7 +426,7 @@ def _serve(argv: Sequence[str]) -> int:
           f"KV cache {run['kv_dtype']}")
     rows = [
         ("weights per GPU", _gb(run["weights_bytes_per_gpu"])),
-        ("KV cache per sequence", f"{_gb(run['kv_bytes_per_sequence_per_gpu'])} per GPU"),
+        ("KV cache per sequence", f"{_gb(run['kv_bytes_per_sequence_per_gpu'])} per GPU" + _broadcast_note(cfg, run)),
         ("largest batch", f"{run['max_batch']:,} sequences (memory {_gb(c['memory_bytes'])} per GPU, reserve "
                           f"{_gb(run['reserve_bytes'])}: --reserve-gb)"),
     ]

@@ -15,10 +15,10 @@ import math
 import numbers
 from typing import Any
 
-from ._validate import check_bool, check_choice, check_fraction, check_int, check_positive
+from ._validate import check_bool, check_fraction, check_int, check_positive
 from .config import TransformerConfig
 from .flops import SECONDS_PER_DAY, training_flops
-from .hardware import accelerator, gpu_peak_flops
+from .hardware import accelerator, check_storage_dtype, default_precision, gpu_peak_flops
 from .inference import (
     kv_bytes,
     max_decode_batch,
@@ -38,7 +38,7 @@ from .parallel import (
     step_time,
 )
 from .params import active_param_count, param_count
-from .units import DTYPES, bytes_for
+from .units import bytes_for
 
 __all__ = ["training_run", "layout_for", "search_training_runs", "serving_run"]
 
@@ -227,7 +227,7 @@ def search_training_runs(
 def serving_run(
     cfg: TransformerConfig, gpu: str, n_gpus: int, context: int, *, batch: int | None = None,
     prompt: int | None = None, dtype: str = "bf16", kv_dtype: str = "bf16", reserve_bytes: int = 0,
-    precision: str = "bf16_tensor",
+    precision: str | None = None,
 ) -> dict[str, Any]:
     """Serving ``cfg`` on ``n_gpus`` accelerators of one scale-up domain (tensor parallelism of
     degree ``n_gpus``) at ``context`` tokens per sequence: weights and one sequence's KV cache per
@@ -235,19 +235,27 @@ def serving_run(
     the weights and ``reserve_bytes`` (:func:`llmmath.max_decode_batch`), and, at ``batch`` (default:
     that largest batch), the lower bounds on the prefill of ``prompt`` tokens (default ``context``;
     one GPU's shard of the FLOPs and bytes, its all-reduces left out) and on the time per output
-    token at ``context`` tokens held (:func:`llmmath.tp_decode_step_seconds`, ring all-reduces
+    token at ``context`` tokens held (``max_position - 1`` when ``context`` is all the model's
+    positions: the step that generates the last token) (:func:`llmmath.tp_decode_step_seconds`, ring all-reduces
     included), and the throughput they imply.
     ``fits`` is False (and no times are given) when ``batch`` does not fit; ``batch_margin`` says
     by how many sequences, and ``memory_margin_bytes`` (each GPU's memory less its weights and
     ``reserve_bytes``) by how many bytes when not even the weights fit (``max_batch`` is then 0).
+    ``precision`` defaults to :func:`llmmath.default_precision` of ``gpu``; ``dtype`` and
+    ``kv_dtype`` must be formats the accelerator has kernels for (:func:`llmmath.check_storage_dtype`).
+    ``kv_bytes_per_sequence_per_gpu`` is the grouped cache, ``a_kv`` heads (what vLLM keeps);
+    ``kv_bytes_per_sequence_per_gpu_transformers`` what ``transformers`` keeps, the same except for
+    a config with ``kv_broadcast`` (Falcon's new decoder architecture: every one of the ``a`` heads).
     Derived in chapter :doc:`/chapters/capstone`.
     """
     cfg = _check_cfg(cfg)
     spec = accelerator(gpu)
     t = check_int("n_gpus", n_gpus)
     n = check_int("context", context)
-    check_choice("dtype", dtype, DTYPES)
-    check_choice("kv_dtype", kv_dtype, DTYPES)
+    check_storage_dtype(spec, "dtype", dtype)
+    check_storage_dtype(spec, "kv_dtype", kv_dtype)
+    precision = default_precision(spec) if precision is None else precision
+    gpu_peak_flops(spec, precision)  # validates the precision for this accelerator
     if isinstance(reserve_bytes, bool) or not isinstance(reserve_bytes, numbers.Integral):
         raise TypeError(f"reserve_bytes must be an integer number of bytes, got {type(reserve_bytes).__name__}")
     shard = tp_shard(cfg, t)
@@ -255,7 +263,7 @@ def serving_run(
     largest = 0 if room < 0 else max_decode_batch(cfg, n, spec, reserve_bytes=reserve_bytes, dtype=dtype,
                                                   kv_dtype=kv_dtype, tp=t)
     b = largest if batch is None else check_int("batch", batch)
-    p = n if prompt is None else check_int("prompt", prompt)
+    p = n if prompt is None else check_int("prompt", prompt, maximum=n)
     out: dict[str, Any] = {
         "model": {"name": cfg.name, "params": param_count(cfg), "active_params": active_param_count(cfg)},
         "cluster": {"gpu": spec.name, "n_gpus": t, "memory_bytes": spec.memory_bytes,
@@ -263,11 +271,17 @@ def serving_run(
         "context": n, "dtype": dtype, "kv_dtype": kv_dtype, "reserve_bytes": reserve_bytes,
         "weights_bytes_per_gpu": bytes_for(param_count(shard), dtype),
         "kv_bytes_per_sequence_per_gpu": kv_bytes(shard, 1, n, kv_dtype),
+        "kv_bytes_per_sequence_per_gpu_transformers": kv_bytes(
+            shard.replace(n_kv_heads=shard.n_heads) if cfg.kv_broadcast else shard, 1, n, kv_dtype),
         "memory_margin_bytes": room,
         "max_batch": largest, "batch": b, "fits": 0 < b <= largest, "batch_margin": largest - b,
     }
     if out["fits"]:
-        per_token = tp_decode_step_seconds(cfg, b, n, spec, t, precision=precision, dtype=dtype, kv_dtype=kv_dtype)
+        # a context of all max_position positions: the step that generates the token at the last
+        # position holds max_position - 1 (a learned table has no row for one more)
+        held = n - 1 if n == cfg.max_position and n > 1 else n
+        per_token = tp_decode_step_seconds(cfg, b, held, spec, t, precision=precision, dtype=dtype,
+                                           kv_dtype=kv_dtype)
         out.update(
             memory_bytes_per_gpu=serving_memory_bytes(cfg, b, n, dtype=dtype, kv_dtype=kv_dtype, tp=t),
             prefill_seconds=prefill_seconds(tp_shard(cfg, t), b, p, spec, precision=precision, dtype=dtype,

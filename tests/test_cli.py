@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -58,3 +59,98 @@ def test_families_lists_every_model_type(capsys):
     assert main(["--families"]) == 0
     out = capsys.readouterr().out
     assert all(f"`{mt}`" in out for mt in SUPPORTED_MODEL_TYPES)
+
+
+def test_a_directory_holding_config_json_is_the_model_named_after_it(tmp_path, monkeypatch, capsys):
+    d = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2,
+         "intermediate_size": 128, "vocab_size": 100}
+    ckpt = tmp_path / "models" / "Tiny-Llama-2L"
+    ckpt.mkdir(parents=True)
+    (ckpt / "config.json").write_text(json.dumps(d))
+    (tmp_path / "models" / "tiny.json").write_text(json.dumps(d))
+    for arg, name in ((ckpt, "Tiny-Llama-2L"), (ckpt / "config.json", "Tiny-Llama-2L"),
+                      (tmp_path / "models" / "tiny.json", "tiny")):  # not the parent folder "models"
+        assert main([str(arg), "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["config"]["name"] == name
+    monkeypatch.chdir(ckpt)
+    for arg in (".", "config.json"):
+        assert main([arg, "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["config"]["name"] == "Tiny-Llama-2L"
+    assert main([str(tmp_path)]) == 2
+    assert "directory without a config.json" in capsys.readouterr().err
+
+
+_SERVE = ["serve", "llama-3-8b", "--gpu", "h100", "--gpus", "1", "--context", "8192"]
+_PLAN = ["plan", "llama-3-8b", "--tokens", "1e12", "--gpu", "h100", "--gpus", "64"]
+
+
+@pytest.mark.parametrize("argv, flag", [
+    # FP8 on a V100 (no FP8 kernels), and a precision the V100 does not have
+    (["serve", "llama-3-8b", "--gpu", "v100", "--gpus", "1", "--context", "2048", "--kv-dtype", "fp8"], "--kv-dtype"),
+    (["serve", "llama-3-8b", "--gpu", "v100", "--gpus", "1", "--context", "2048", "--dtype", "fp8"], "--dtype"),
+    (["serve", "llama-3-8b", "--gpu", "v100", "--gpus", "1", "--context", "2048", "--precision", "bf16_tensor"],
+     "--precision"),
+    # a prompt longer than the context; contexts beyond the model's positions, rotary or learned alike
+    ([*_SERVE, "--prompt", "9000"], "--prompt"),
+    (["serve", "llama-3-70b", "--gpu", "h100", "--gpus", "8", "--context", "1000000"], "--context"),
+    (["serve", "gpt2", "--gpu", "h100", "--gpus", "1", "--context", "2048"], "--context"),
+    ([*_PLAN, "--seq", "65536"], "--seq"),
+    ([*_PLAN, "--seq", "100000", "--tp", "8", "--pp", "4"], "--seq"),
+    # a run shorter than one optimizer step (4,194,304 tokens by default)
+    (["plan", "llama-3-8b", "--tokens", "1", "--gpu", "h100", "--gpus", "64"], "--tokens"),
+    (["plan", "llama-3-8b", "--tokens", "1e6", "--gpu", "h100", "--gpus", "64", "--tp", "2"], "--tokens"),
+    # what the help lists, and numbers in range
+    ([*_SERVE, "--kv-dtype", "int4"], "--kv-dtype"),
+    ([*_SERVE, "--dtype", "fp7"], "--dtype"),
+    ([*_SERVE, "--reserve-gb", "-1"], "--reserve-gb"),
+    ([*_SERVE, "--batch", "0"], "--batch"),
+    (["serve", "llama-3-8b", "--gpu", "h100", "--gpus", "0", "--context", "8192"], "--gpus"),
+    (["serve", "llama-3-8b", "--gpu", "h1000", "--gpus", "1", "--context", "8192"], "--gpu"),
+    ([*_PLAN, "--mfu", "1.5"], "--mfu"),
+    ([*_PLAN, "--efficiency", "nan"], "--efficiency"),
+    ([*_PLAN, "--zero", "5"], "--zero"),
+    ([*_PLAN, "--tp", "0"], "--tp"),
+    ([*_PLAN, "--top", "1.5"], "--top"),
+    ([*_PLAN, "--price-per-gpu-hour", "-2"], "--price-per-gpu-hour"),
+])
+def test_plan_and_serve_refuse_a_bad_flag_naming_it(argv, flag, capsys):
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert not out and err.startswith("error: ") and err.count("\n") == 1
+    assert f"{flag} " in err or f"{flag}:" in err, err
+
+
+def test_the_accelerator_sets_the_default_precision(capsys):
+    """A V100 has no BF16 (Volta tensor cores take FP16): plan and serve compute at its FP16
+    tensor peak, 125 TFLOP/s (NVIDIA's V100 data sheet), and serve stores FP16."""
+    assert main(["serve", "llama-3-8b", "--gpu", "v100", "--gpus", "1", "--context", "2048", "--json"]) == 0
+    run = json.loads(capsys.readouterr().out)
+    assert run["dtype"] == run["kv_dtype"] == "fp16" and run["fits"]
+    assert main(["plan", "llama-3-8b", "--tokens", "1e12", "--gpu", "v100", "--gpus", "64", "--tp", "8",
+                 "--mfu", "0.3", "--json"]) == 0
+    run = json.loads(capsys.readouterr().out)
+    assert run["cluster"]["precision"] == "fp16_tensor" and run["cluster"]["peak_flops"] == 125e12
+
+
+def test_huge_token_counts_are_not_printed_as_float_noise(capsys):
+    assert main(["plan", "llama-3-8b", "--tokens", "1e30", "--gpu", "h100", "--gpus", "64", "--tp", "2",
+                 "--mfu", "0.4"]) == 0
+    out = capsys.readouterr().out
+    assert "on 1e+30 tokens" in out and not re.search(r"\d{1,3}(,\d{3}){5}", out)  # nothing >= 10^15 in digits
+
+
+def test_falcon_kv_cache_grouped_and_as_transformers_caches_it(capsys):
+    """Falcon-40B (60 layers, 128 query heads, 8 KV heads of 64) on 8 GPUs at 2,048 tokens, BF16:
+    the grouped cache vLLM keeps is one KV head per GPU, 2 x 60 x 1 x 64 x 2,048 x 2 bytes;
+    transformers broadcasts K and V to the 16 query heads of each GPU before caching: 16 times
+    that. The text shows both, with enough digits (it used to print "0.0 GB")."""
+    argv = ["serve", "falcon-40b", "--gpu", "h100", "--gpus", "8", "--context", "2048"]
+    assert main([*argv, "--json"]) == 0
+    run = json.loads(capsys.readouterr().out)
+    grouped = 2 * 60 * 1 * 64 * 2048 * 2
+    assert run["kv_bytes_per_sequence_per_gpu"] == grouped
+    assert run["kv_bytes_per_sequence_per_gpu_transformers"] == 16 * grouped
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "0.031 GB per GPU, grouped" in out and "vLLM" in out and "0.5 GB per GPU (16x)" in out
+    assert not re.search(r"(?<![\d,])0\.0 GB per GPU", out)

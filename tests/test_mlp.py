@@ -261,3 +261,29 @@ def test_bad_input():
         uniform_mlp_flops(2, 1, 2, 3, n_in=0)
     with pytest.raises(TypeError, match="recompute must be True or False"):
         training_step_flops(10, recompute="full")
+
+
+def test_forward_backward_chapter_says_hfu_is_about_four_thirds_of_mfu():
+    """Issue 31: with full recomputation HFU/MFU is not 4/3, because the LM head is not
+    recomputed. The chapter glues the exact ratio of its small GPT-2 (2 layers, h = 64, V = 96,
+    b = 2, s = 16), here recomputed by hand from the GPT layer formula (4 passes for the blocks,
+    3 for the logits), and no longer states the equality."""
+    import json
+    import re
+    from pathlib import Path
+
+    b, s, h, n_layers, vocab = 2, 16, 64, 2, 96
+    blocks = n_layers * (24 * b * s * h**2 + 4 * b * s**2 * h)
+    head = 2 * b * s * h * vocab
+    exact = (4 * blocks + 3 * head) / (3 * (blocks + head))
+    assert abs(exact - 4 / 3) > 0.01
+    nb = json.loads((Path(__file__).parent.parent / "chapters" / "forward-backward-cost.ipynb").read_text())
+    glued = {
+        out["metadata"]["scrapbook"]["name"]: out["data"].get("application/papermill.record/text/plain")
+        for cell in nb["cells"] for out in cell.get("outputs", [])
+        if out.get("metadata", {}).get("scrapbook")
+    }
+    assert float(glued["fb-gpt2-hfu-mfu"]) == pytest.approx(exact, rel=1e-12)
+    text = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    assert "{glue:text}`fb-gpt2-hfu-mfu" in text
+    assert not re.search(r"HFU \$= \\tfrac43\$ MFU", text)
