@@ -15,7 +15,7 @@
     python3 dev.py i18n ...  the translations: update, status, todo, check (scripts/i18n.py;
                              locales/TRANSLATING.md)
     python3 dev.py lite-all  run every chapter in the book's JupyterLite edition (headless chromium,
-                             offline; several minutes): scripts/lite_test.py --all
+                             offline; a few minutes; CI's last step): scripts/lite_test.py --all
 
 Each command creates ``.venv`` and installs what it needs first (skipped when the requirement
 files have not changed since the last install). ``make book`` / ``make test`` call these.

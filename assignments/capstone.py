@@ -20,7 +20,7 @@ l65_exact_over_6n = l65_mfu_exact / (rate * 6 * llmmath.param_count(l65) / a100)
 g3 = llmmath.preset("gpt3-175b")
 lay = llmmath.layout_for(g3, 1024, 2048, 1536 * 2048, tp=8, pp=16, recompute="full", zero_stage=1)
 step = llmmath.megatron_training_flops(g3, 1536, 2048) / (1024 * 140e12)
-u = llmmath.training_flops(g3, 1536, 2048) / (1024 * llmmath.gpu_peak_flops("A100") * step)
+u = llmmath.model_flops(g3, 1536, 2048) / (1024 * llmmath.gpu_peak_flops("A100") * step)  # causal pairs
 run = llmmath.training_run(g3, 300e9, "H100", lay, 2048, mfu=u, price_per_gpu_hour=2.0)
 # END SOLUTION
 g3_days = run["days"]  # SOLUTION
@@ -51,7 +51,7 @@ ds_mfu_active = rate * 6 * llmmath.active_param_count(ds) / h800  # SOLUTION
 
 # %% capstone-ex-serve
 # BEGIN SOLUTION NO PROMPT
-sv = llmmath.serving_run(llmmath.preset("llama-3-70b"), "H100", 4, 16384, kv_dtype="fp8", reserve_bytes=4 * 10**9)
+sv = llmmath.serving_run(llmmath.preset("llama-3-70b"), "H100", 4, 8192, kv_dtype="fp8", reserve_bytes=4 * 10**9)
 # END SOLUTION
 serve_max_batch = sv["max_batch"]  # SOLUTION
 serve_tokens_per_second = sv["tokens_per_second"]  # SOLUTION

@@ -30,19 +30,21 @@ dec_approx_error = approx / step - 1  # SOLUTION
 # %% serving-ex-critical
 # BEGIN SOLUTION NO PROMPT
 cfg = llmmath.preset("qwen2.5-7b")
+# b*_w: the weight products alone, whatever the context; b*_step: the whole step, cache included
 # END SOLUTION
-crit_h100 = llmmath.critical_batch(cfg, 512, "H100")  # SOLUTION
-crit_h200 = llmmath.critical_batch(cfg, 512, "H200")  # SOLUTION
-crit_h100_int8 = llmmath.critical_batch(cfg, 512, "H100", dtype="int8")  # SOLUTION
+crit_w_bf16 = llmmath.weight_critical_batch(cfg, "H200")  # SOLUTION
+crit_w_int8 = llmmath.weight_critical_batch(cfg, "H200", dtype="int8")  # SOLUTION
+crit_step_512 = llmmath.step_critical_batch(cfg, 512, "H200")  # SOLUTION
+crit_step_1k = llmmath.step_critical_batch(cfg, 1024, "H200")  # SOLUTION
 
 # %% serving-ex-capacity
 # BEGIN SOLUTION NO PROMPT
-cfg = llmmath.preset("llama-3-70b")
-kw = dict(reserve_bytes=8 * 10**9, tp=4)
+cfg = llmmath.preset("qwen2.5-72b")
+# the memory the driver reports, less vLLM's default reserve (10% of it), unless reserve_bytes is given
 # END SOLUTION
-cap_bf16 = llmmath.max_decode_batch(cfg, 8192, "H200", **kw)  # SOLUTION
-cap_fp8 = llmmath.max_decode_batch(cfg, 8192, "H200", kv_dtype="fp8", **kw)  # SOLUTION
-cap_fp8_32k = llmmath.max_decode_batch(cfg, 32768, "H200", kv_dtype="fp8", **kw)  # SOLUTION
+cap_bf16 = llmmath.max_decode_batch(cfg, 3072, "H100", tp=4)  # SOLUTION
+cap_fp8 = llmmath.max_decode_batch(cfg, 3072, "H100", tp=4, kv_dtype="fp8")  # SOLUTION
+cap_fp8_no_reserve = llmmath.max_decode_batch(cfg, 3072, "H100", tp=4, kv_dtype="fp8", reserve_bytes=0)  # SOLUTION
 
 # %% serving-ex-experts
 # BEGIN SOLUTION NO PROMPT
@@ -89,5 +91,8 @@ prefill_s_star = s  # SOLUTION
 # BEGIN SOLUTION NO PROMPT
 cfg = llmmath.preset("llama-3-8b")
 bd = llmmath.decode_flops_breakdown(cfg, 1, 4096)
+lite = llmmath.preset("deepseek-v2-lite")
+bd_lite = llmmath.decode_flops_breakdown(lite, 1, 4096)  # absorbed MLA: attention in the latent space
 # END SOLUTION
 gqa_flops_per_byte = (bd["attn_scores"] + bd["attn_values"]) / llmmath.kv_bytes(cfg, 1, 4097)  # SOLUTION
+mla_flops_per_byte = (bd_lite["attn_scores"] + bd_lite["attn_values"]) / llmmath.kv_bytes(lite, 1, 4097)  # SOLUTION

@@ -263,6 +263,8 @@ def _strings(node, skip=("image/", "application/papermill.record/image/")) -> It
             yield from _strings(item, skip)
     elif isinstance(node, dict):
         for key, value in node.items():
+            if key == "id" and "cell_type" in node:
+                continue  # a cell's id: 8 random hex digits (nbformat's), which no reader sees
             if not (isinstance(key, str) and key.startswith(skip)):
                 yield from _strings(value, skip)
 

@@ -25,11 +25,28 @@ from typing import Any
 
 from .config import TransformerConfig, from_hf_config, supported_families_table
 from .hardware import GPUS, Accelerator, accelerator, check_storage_dtype, default_precision
+from .inference import ALLREDUCE_ALGORITHMS
 from .memory import RECOMPUTE_MODES
+from .parallel import SCHEDULES
 from .presets import PRESETS, preset
 from .units import DTYPES
 
-_LAYOUT_FLAGS = ("tp", "pp", "cp", "ep", "zero", "micro_batch", "recompute")
+_LAYOUT_FLAGS = ("tp", "pp", "cp", "ep", "zero", "micro_batch", "recompute", "virtual_stages", "schedule")
+
+
+def _config_path(spec: str) -> Path | None:
+    """The ``config.json`` file ``spec`` names (a file, or a directory holding one), or None for a
+    preset name."""
+    path = Path(spec)
+    if not (spec.endswith(".json") or path.exists()):
+        return None
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise ValueError(f"{spec} is a directory without a config.json")
+        path = path / "config.json"
+    if not path.is_file():
+        raise ValueError(f"no such file: {spec}")
+    return path
 
 
 def load(spec: str) -> TransformerConfig:
@@ -37,14 +54,8 @@ def load(spec: str) -> TransformerConfig:
     downloaded checkpoint). The model is named after the directory (``.../Llama-3.1-8B/config.json``
     or ``.../Llama-3.1-8B`` -> ``Llama-3.1-8B``), or after the file when it is not called
     ``config.json`` (``llama.json`` -> ``llama``)."""
-    path = Path(spec)
-    if spec.endswith(".json") or path.exists():
-        if path.is_dir():
-            if not (path / "config.json").is_file():
-                raise ValueError(f"{spec} is a directory without a config.json")
-            path = path / "config.json"
-        if not path.is_file():
-            raise ValueError(f"no such file: {spec}")
+    path = _config_path(spec)
+    if path is not None:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -115,6 +126,8 @@ def _extra_rows(cfg: TransformerConfig) -> list[tuple[str, str]]:
     rows.append((f"training FLOPs / token ({label})",
                  f"{llmmath.training_flops(cfg, 1, seq, decoder_seq=dec) / seq:.4g}"))
     rows.append(("weights in bf16", f"{llmmath.weight_bytes(cfg, 'bf16') / 1e9:,.2f} GB"))
+    if cfg.causal and not cfg.is_encoder_decoder:
+        rows.append(("KV cache / token (bf16)", f"{llmmath.kv_bytes(cfg, 1, 1):,} bytes"))
     return rows
 
 
@@ -135,6 +148,8 @@ def _summary_json(cfg: TransformerConfig) -> dict[str, Any]:
         "forward_flops_per_token": llmmath.forward_flops(cfg, 1, seq, decoder_seq=dec) / seq,
         "training_flops_per_token": llmmath.training_flops(cfg, 1, seq, decoder_seq=dec) / seq,
         "weight_bytes_bf16": llmmath.weight_bytes(cfg, "bf16"),
+        "kv_bytes_per_token_bf16": (llmmath.kv_bytes(cfg, 1, 1) if cfg.causal and not cfg.is_encoder_decoder
+                                    else None),
     }
 
 
@@ -201,15 +216,17 @@ _WEIGHT_DTYPES = DTYPES
 _KV_DTYPES = tuple(d for d in DTYPES if d != "int4")
 
 
-def _check_gpu(args: argparse.Namespace) -> Accelerator:
-    """``--gpu`` as an accelerator, and ``--precision`` (default: what a 16-bit model computes in
-    there, :func:`llmmath.default_precision`) one of the precisions it has."""
+def _check_gpu(args: argparse.Namespace, *, default: bool = True) -> Accelerator:
+    """``--gpu`` as an accelerator, and ``--precision`` one of the precisions it has; with
+    ``default``, an omitted ``--precision`` is what a 16-bit model computes in there
+    (:func:`llmmath.default_precision`; ``serve`` takes it from the weights' format instead)."""
     try:
         spec = accelerator(args.gpu)
     except ValueError:
         raise ValueError(f"--gpu must be one of {', '.join(GPUS)} (any case); got {args.gpu!r}") from None
     if args.precision is None:
-        args.precision = default_precision(spec)
+        if default:
+            args.precision = default_precision(spec)
     elif args.precision not in spec.peak_flops:
         raise ValueError(f"--precision must be one of the {spec.name}'s: {', '.join(spec.peak_flops)}; "
                          f"got {args.precision!r}")
@@ -234,12 +251,12 @@ def _check_positions(flag: str, value: int, cfg: TransformerConfig) -> None:
                          "context, raise max_position_embeddings in a copy of the config")
 
 
-def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("model", help="a preset name or the path of a config.json")
+def _common(parser: argparse.ArgumentParser, precision: str = "the accelerator's 16-bit tensor precision, "
+            "bf16_tensor, or fp16_tensor on a V100") -> None:
+    parser.add_argument("model", help="a preset name, the path of a config.json or a directory holding one")
     parser.add_argument("--gpu", required=True, help=f"accelerator: {', '.join(GPUS)} (any case)")
     parser.add_argument("--gpus", required=True, type=_integer(), help="number of accelerators")
-    parser.add_argument("--precision", default=None, help="peak FLOP/s used (default: the accelerator's 16-bit "
-                        "tensor precision, bf16_tensor, or fp16_tensor on a V100)")
+    parser.add_argument("--precision", default=None, help=f"peak FLOP/s used (default: {precision})")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
@@ -258,10 +275,17 @@ def _plan_parser() -> argparse.ArgumentParser:
     p.add_argument("--micro-batch", type=_integer(), default=None, help="sequences per micro-batch (default 1)")
     p.add_argument("--recompute", default=None, choices=RECOMPUTE_MODES,
                    help="none, selective or full (default selective)")
-    p.add_argument("--mfu", type=_real(0, 1, open_low=True), default=None, help="assumed model FLOPs utilisation; "
-                   "without it the step-time model runs kernels at --efficiency of peak")
-    p.add_argument("--efficiency", type=_real(0, 1, open_low=True), default=1.0,
-                   help="fraction of peak the kernels reach in the step-time model (default 1: a lower bound)")
+    p.add_argument("--virtual-stages", type=_integer(), default=None,
+                   help="model chunks per GPU (interleaved 1F1B when > 1; a layout flag)")
+    p.add_argument("--schedule", default=None, choices=SCHEDULES, help="pipeline schedule: "
+                   f"{', '.join(SCHEDULES)} (PyTorch's zero-bubble schedules; default 1f1b, interleaved with "
+                   "--virtual-stages; a layout flag)")
+    p.add_argument("--mfu", type=_real(0, 1, open_low=True), default=None, help="assumed model FLOPs utilisation "
+                   "(causal attention pairs, no recomputation); overrides both the bound and the prediction for "
+                   "days and cost")
+    p.add_argument("--efficiency", type=_real(0, 1, open_low=True), default=None,
+                   help="fraction of peak the kernels reach in the prediction (default: the calibration fitted "
+                   "to published runs)")
     p.add_argument("--price-per-gpu-hour", type=_real(0), default=None, help="price of one GPU-hour, for the cost")
     p.add_argument("--no-dropout", action="store_true",
                    help="the model trains without dropout (Llama, DeepSeek): no dropout masks in the activations")
@@ -271,22 +295,77 @@ def _plan_parser() -> argparse.ArgumentParser:
 
 def _serve_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="python -m llmmath serve", description="Plan serving: weights and KV cache per GPU, the "
-                "largest batch, latency bounds and throughput (tensor parallelism over --gpus).")
-    _common(p)
-    p.add_argument("--context", required=True, type=_integer(),
-                   help="tokens per sequence (prompt + output), at most the model's positions")
+                "largest batch, the time to first token, the time per output token and the throughput: lower "
+                "bounds on time (upper bounds on throughput) and calibrated predictions, each labelled. "
+                "Tensor parallelism over --gpus inside one node; beyond one node, pipeline stages across nodes.")
+    _common(p, precision="the peak the weights' format runs at: fp8_tensor for fp8 where the GPU has it, "
+            "else the 16-bit tensor precision, fp16_tensor on a V100")
+    p.add_argument("--context", required=True, type=_integer(2),
+                   help="tokens per request: prompt + output, at most the model's positions")
     p.add_argument("--batch", type=_integer(), default=None, help="concurrent sequences (default: the largest "
                    "that fits)")
-    p.add_argument("--prompt", type=_integer(), default=None, help="prompt tokens of the prefill, at most "
-                   "--context (default: --context)")
-    p.add_argument("--dtype", default=None, choices=_WEIGHT_DTYPES, help=f"weights: {', '.join(_WEIGHT_DTYPES)} "
-                   "(default bf16; fp16 with --precision fp16_tensor or on a V100, which has no BF16; no fp8 on "
-                   "a V100)")
+    p.add_argument("--prompt", type=_integer(), default=None, help="prompt tokens per request, less than "
+                   "--context (default: --context - --output, or half of --context)")
+    p.add_argument("--output", type=_integer(), default=None, help="generated tokens per request, less than "
+                   "--context (default: --context - --prompt)")
+    p.add_argument("--dtype", default=None, choices=_WEIGHT_DTYPES, help="weights: W8A8 for fp8 (the FP8 peak "
+                   "where the GPU has it), W8A16/W4A16 for int8/int4 (the 16-bit peak); default: the "
+                   "checkpoint's quantization_config (DeepSeek-V3: FP8 blocks; GPTQ/AWQ: int4 with scales), else "
+                   "bf16 (fp16 with --precision fp16_tensor or on a V100, which has no BF16); no fp8 on a V100")
     p.add_argument("--kv-dtype", default=None, choices=_KV_DTYPES, help=f"KV cache: {', '.join(_KV_DTYPES)} "
-                   "(default: as --dtype's default; no fp8 on a V100)")
-    p.add_argument("--reserve-gb", type=_real(0), default=0.0,
-                   help="GB per GPU kept for activations and the runtime (default 0)")
+                   "(default bf16, or fp16 as --dtype's default; no fp8 on a V100)")
+    p.add_argument("--reserve-gb", type=_real(0), default=None,
+                   help="GB per GPU kept for activations and the runtime (default: what vLLM's default "
+                        "gpu_memory_utilization 0.9 leaves, 10%% of the memory the driver reports)")
+    p.add_argument("--allreduce", default="best", choices=("best",) + ALLREDUCE_ALGORITHMS,
+                   help="tensor-parallel all-reduce (default: the fastest the GPUs offer)")
+    p.add_argument("--price-per-gpu-hour", type=_real(0), default=None,
+                   help="price of one GPU-hour, for the cost per million output tokens")
     return p
+
+
+def _checkpoint_format(spec: str) -> Any:
+    """The weight format a config.json (a path, or a preset copied from one) declares, or None."""
+    from .inference import weight_format_from_hf
+
+    path = _config_path(spec)
+    if path is not None:
+        data = json.loads(path.read_text(encoding="utf-8"))  # valid: load() has read it
+    else:
+        from importlib import resources
+
+        name = resources.files("llmmath").joinpath("hf_configs", f"{spec}.json")
+        if spec not in PRESETS or not name.is_file():
+            return None
+        data = json.loads(name.read_text(encoding="utf-8"))
+    text = data.get("text_config") if isinstance(data.get("text_config"), dict) else {}
+    if "quantization_config" not in data and "quantization_config" not in text:
+        return None
+    return weight_format_from_hf(data if "quantization_config" in data else
+                                 {**text, "torch_dtype": data.get("torch_dtype")})
+
+
+def _weight_format(args: argparse.Namespace, spec: Accelerator, half: str) -> Any:
+    """The weights' :class:`~llmmath.WeightFormat`: ``--dtype``, else the checkpoint's
+    ``quantization_config``, else ``half`` (16 bits: fp16 where there is no BF16); refused where
+    ``spec`` has no kernels for it (FP8 on a V100) or, without ``--precision``, no peak for its
+    products (BF16 on a V100)."""
+    from .inference import matmul_precision, weight_format
+
+    if args.dtype is not None:
+        fmt, flag = weight_format(args.dtype), "--dtype"
+    else:
+        checkpoint = _checkpoint_format(args.model)
+        fmt = checkpoint or weight_format(half)
+        flag = "--dtype" if checkpoint is None else "--dtype (default: the checkpoint's quantization_config)"
+    check_storage_dtype(spec, flag, fmt.dtype)
+    if args.precision is None:
+        try:
+            matmul_precision(fmt, spec)
+        except ValueError:
+            raise ValueError(f"{flag} {fmt.dtype}: the {spec.name} has no {fmt.dtype.upper()} tensor cores; use "
+                             "--dtype fp16 or pass --precision") from None
+    return fmt
 
 
 def _gb(n: float) -> str:
@@ -309,6 +388,9 @@ def _layout_text(lay: dict[str, Any], seq: int) -> str:
         extra.insert(1, "sequence parallel")
     if lay["schedule"] == "interleaved":
         extra.append(f"interleaved x{lay['virtual_stages']}")
+    elif lay["schedule"] not in ("1f1b",) and lay["pp"] > 1:
+        extra.append(f"schedule {lay['schedule']}" + (f" x{lay['virtual_stages']}" if lay["virtual_stages"] > 1
+                                                      else ""))
     return (f"tp {lay['tp']} x pp {lay['pp']} x dp {lay['dp']} x cp {lay['cp']} (ep {lay['ep']}), "
             + ", ".join(extra) + f"; micro-batch {lay['microbatch_size']} x {lay['microbatches']}, "
             f"global batch {lay['global_batch']:,} x {seq:,} tokens")
@@ -320,18 +402,26 @@ def _plan_text(run: dict[str, Any]) -> list[tuple[str, str]]:
     fit = (f"fits ({_gb(run['margin_bytes'])} to spare)" if run["fits"]
            else f"does NOT fit: {_gb(-run['margin_bytes'])} over")
     comm = ", ".join(f"{k} {_gb(v)}" for k, v in run["communication_bytes_per_step"].items() if k != "total" and v)
-    est = run["model_estimate"]
+    est, err = run["prediction"], run["predicted_error"]
     cost = "" if run["cost"] is None else f", cost {_count(run['cost'])}"
+    hfu = f", HFU {est['hfu']:.1%}" if est["hfu"] > est["mfu"] * 1.001 else ""
     return [
         ("layout", _layout_text(run["layout"], run["seq"])),
         ("memory (busiest GPU)", f"stage {mem['stage']}: {parts}"),
-        ("", f"total {_gb(mem['total'])} of {_gb(cap)}: {fit}"),
-        ("step", f"{run['model_flops_per_step']:.3g} model FLOPs; sent per GPU: {comm or 'nothing'}"),
-        ("step time", f"{run['step_seconds']:,.2f} s ({run['time_source']}); model estimate "
-                      f"{est['step']:,.2f} s = compute {est['compute']:,.2f} + bubble {est['bubble']:,.2f} "
-                      f"+ exposed communication {est['exposed_communication']:,.2f}, MFU {est['mfu']:.1%}"),
+        ("", f"total {_gb(mem['total'])} of {_gb(run['cluster']['usable_memory_bytes'])} usable "
+             f"({_gb(cap)} less a {_gb(run['cluster']['reserve_bytes'])} reserve): {fit}"),
+        ("step", f"{run['model_flops_per_step']:.3g} model FLOPs ({run['mfu_convention']}); "
+                 f"sent per GPU: {comm or 'nothing'}"),
+        ("step time, at best", f"{run['bound_step_seconds']:,.3g} s, MFU <= {run['bound_mfu']:.1%} (a lower bound: "
+                               "kernels at peak, links at nominal bandwidth, every overlap taken)"),
+        ("step time, expected", f"{run['predicted_step_seconds']:,.3g} s, MFU {run['predicted_mfu']:.1%}{hfu} "
+                                f"(typically within {err['median_abs']:.0%}, 90% of {err['runs']} published runs "
+                                f"within {err['p90_abs']:.0%}) = compute {est['compute']:,.3g} + bubble "
+                                f"{est['bubble']:,.3g} + exposed communication {est['exposed_communication']:,.3g} "
+                                f"+ optimizer {est['optimizer']:,.3g}"),
         ("run", f"{_count(run['steps'])} steps, {_count(run['days'], 1)} days, {_count(run['gpu_hours'])} "
-                f"GPU-hours{cost}, {run['tokens_per_second']:,.0f} tokens/s, MFU {run['mfu']:.1%}"),
+                f"GPU-hours{cost}, {run['tokens_per_second']:,.0f} tokens/s, MFU {run['mfu']:.1%} "
+                f"({run['time_source']})"),
     ]
 
 
@@ -351,7 +441,8 @@ def _plan(argv: Sequence[str]) -> int:
     if any(getattr(args, f) is not None for f in _LAYOUT_FLAGS):
         degrees = {k: v for k, v in (("tp", args.tp), ("pp", args.pp), ("cp", args.cp), ("ep", args.ep),
                                     ("zero_stage", args.zero), ("microbatch_size", args.micro_batch),
-                                    ("recompute", args.recompute)) if v is not None}
+                                    ("recompute", args.recompute), ("virtual_stages", args.virtual_stages),
+                                    ("schedule", args.schedule)) if v is not None}
         degrees.setdefault("zero_stage", 1)
         degrees.setdefault("recompute", "selective")
         layout = layout_for(cfg, args.gpus, seq, gbt, **degrees)
@@ -378,73 +469,160 @@ def _plan(argv: Sequence[str]) -> int:
             print("no layout divides the GPUs, layers and batch: change --gpus, --seq or --global-batch-tokens")
         else:
             print(f"none fits: the layout of least memory needs {_gb(close['memory']['total'])} per GPU, "
-                  f"{_gb(-close['margin_bytes'])} more than the {_gb(close['cluster']['memory_bytes'])} "
-                  "of the accelerator")
+                  f"{_gb(-close['margin_bytes'])} more than the {_gb(close['cluster']['usable_memory_bytes'])} "
+                  f"usable of the accelerator's {_gb(close['cluster']['memory_bytes'])}")
             _print_rows(_plan_text(close))
         return 1
     for i, run in enumerate(found["best"], 1):
-        est = run["model_estimate"]
-        why = (f"step {est['step']:,.2f} s: bubble {est['bubble'] / est['step']:.0%}, exposed communication "
+        est = run["prediction"]
+        why = (f"expected step {est['step']:,.3g} s (at best {run['bound_step_seconds']:,.3g} s): bubble "
+               f"{est['bubble'] / est['step']:.0%}, exposed communication "
                f"{est['exposed_communication'] / est['step']:.0%}; {_gb(run['margin_bytes'])} of memory to spare")
         print(f"\n#{i}  {why}")
         _print_rows(_plan_text(run))
     return 0
 
 
+def _sig3(x: float) -> str:
+    """``x`` with three significant figures, trailing zeros kept (0.336, 23.0, 141, 1,234)."""
+    if x >= 100 or x == 0:
+        return f"{x:,.0f}"
+    return f"{x:.{2 - math.floor(math.log10(abs(x)))}f}"
+
+
+def _gb3(n: float) -> str:
+    """Bytes as GB with three significant figures (0.336 GB, 17.6 GB, 141 GB)."""
+    return f"{_sig3(n / 1e9)} GB"
+
+
+def _duration(seconds: float) -> str:
+    """Seconds from one second up, milliseconds below, three significant figures."""
+    return f"{_sig3(seconds)} s" if seconds >= 1 else f"{_sig3(seconds * 1e3)} ms"
+
+
+def _breakdown(t: dict[str, Any], memory_key: str) -> str:
+    parts = [f"weights read {_duration(t['weights_read'])}",
+             f"KV {'read' if memory_key == 'kv_read' else 'written'} {_duration(t[memory_key])}",
+             f"compute {_duration(t['matmul_compute'] + t['attention_compute'])} (weight products "
+             f"{_duration(t['matmul_compute'])}, attention {_duration(t['attention_compute'])})"]
+    if t["allreduce"] != "none":
+        parts.append(f"communication {_duration(t['communication'])} ({t['allreduce']} all-reduce)")
+    return ", ".join(parts)
+
+
+def _serve_rows(cfg: TransformerConfig, run: dict[str, Any], args: argparse.Namespace) -> list[tuple[str, str]]:
+    c = run["cluster"]
+    moe = "seconds_per_output_token_most_experts" in run
+    rows = [
+        ("weights per GPU", f"{_gb3(run['weights_bytes_per_gpu'])} ({run['dtype']}; products at {c['precision']})"),
+        ("KV cache", f"{run['kv_bytes_per_token_per_gpu']:,.0f} bytes per token per GPU, "
+                     f"{_gb3(run['kv_bytes_per_sequence_per_gpu'])} per {run['context']:,}-token sequence"
+                     + _broadcast_note(cfg, run)),
+        ("memory", f"{_gb3(c['memory_bytes'])} per GPU ({c['memory_source']}"
+                   + (f"; data sheet {_gb3(c['memory_bytes_data_sheet'])}"
+                      if c["memory_bytes"] != c["memory_bytes_data_sheet"] else "")
+                   + f"), reserve {_gb3(run['reserve_bytes'])} ({run['reserve_source']}; --reserve-gb)"),
+        ("largest batch", f"{run['max_batch']:,} sequences of {run['context']:,} tokens"),
+    ]
+    if not run["fits"]:
+        if run["memory_margin_bytes"] < 0:
+            need = run["gpus_needed"]
+            hint = ""
+            if need is not None:
+                domain = accelerator(args.gpu).domain_size
+                tp, pp = (need, 1) if need <= domain else (domain, need // domain)
+                hint = (f"; {need} GPUs hold them: --gpus {need} (tensor parallel {tp}"
+                        + (f" x {pp} pipeline stages, one per node)" if pp > 1 else ")"))
+            narrow = run["dtype"].startswith(("fp8", "int"))
+            rows.append(("weights", f"do NOT fit: {_gb3(-run['memory_margin_bytes'])} over per GPU (with the "
+                                    f"reserve){hint}" + ("" if narrow else ", or quantize (--dtype fp8)")))
+        else:
+            rows.append(("batch", f"{run['batch']:,} does NOT fit: {-run['batch_margin']:,} sequences too many"
+                         if run["batch"] else "not even one sequence fits beside the weights"))
+        return rows
+    b, p, o = run["batch"], run["prompt"], run["output"]
+    step, pstep = run["step"], run["predicted_step"]
+    steady, psteady = run["steady"], run["predicted_steady"]
+    rows += [
+        (f"at batch {b:,}", f"memory {_gb3(run['memory_bytes_per_gpu'])} per GPU; requests of {p:,} prompt + "
+                             f"{o:,} output tokens"),
+        ("time to first token", f"bound >= {_duration(run['ttft_seconds'])}, predicted "
+                                f"{_duration(run['predicted_ttft_seconds'])} (one {p:,}-token prompt, idle server)"),
+        ("prefill of the batch", f"bound >= {_duration(run['prefill_seconds'])}, predicted "
+                                 f"{_duration(run['predicted_prefill_seconds'])} ({b:,} prompts at once)"),
+        ("  bound, per term", _breakdown(run["prefill"], "kv_write")),
+        ("per output token", f"bound >= {_duration(run['seconds_per_output_token'])}, predicted "
+                             f"{_duration(run['predicted_seconds_per_output_token'])} "
+                             f"(decode step at {run['context'] - 1:,} tokens held)"),
+        ("  bound, per term", _breakdown(step, "kv_read")
+         + (" (the whole model over its tensor-parallel group; the stages split it)" if c["pp"] > 1 else "")),
+        ("  predicted, per term", _breakdown(pstep, "kv_read") + " (in series)"),
+    ]
+    if moe:
+        rows.append(("  experts", f"bound with k experts per layer; if the batch touches every expert it can: "
+                                  f">= {_duration(run['seconds_per_output_token_most_experts'])}"))
+    rows += [
+        ("throughput (decode)", f"bound <= {run['tokens_per_second']:,.0f} tokens/s, predicted "
+                                f"{run['predicted_tokens_per_second']:,.0f}"),
+        ("steady state", f"bound <= {steady['output_tokens_per_second']:,.0f} output tokens/s, "
+                         f"{steady['requests_per_second']:,.3g} requests/s; predicted "
+                         f"{psteady['output_tokens_per_second']:,.0f} tokens/s, "
+                         f"{psteady['requests_per_second']:,.3g} requests/s (prefill included)"),
+    ]
+    if steady["cost_per_million_output_tokens"] is not None:
+        rows.append(("cost", f"bound >= {steady['cost_per_million_output_tokens']:,.3g}, predicted "
+                             f"{psteady['cost_per_million_output_tokens']:,.3g} per million output tokens "
+                             f"at {args.price_per_gpu_hour:g} per GPU-hour"))
+    cal = run["calibration"]
+    rows.append(("prediction", f"kernels at {cal['compute_efficiency']:.0%} of peak FLOP/s and "
+                               f"{cal['memory_efficiency']:.0%} of bandwidth ({cal['name']}; error {cal['error']})"))
+    if c["pp"] > 1:
+        rows.append(("pipeline", f"{c['pp']} stages of {c['tp']} GPUs: the stages' work spread evenly, a token "
+                                 "reading every stage's weights in turn; hand-offs between nodes not timed"))
+    return rows
+
+
 def _broadcast_note(cfg: TransformerConfig, run: dict[str, Any]) -> str:
     """Falcon's new decoder architecture: the grouped cache (vLLM) and transformers' broadcast one."""
     if not cfg.kv_broadcast:
         return ""
-    t = run["cluster"]["n_gpus"]
+    t = run["cluster"]["tp"]
     kv, a = max(cfg.n_kv_heads // t, 1), cfg.n_heads // t
     return (f", grouped: {kv} KV head(s) per GPU, as vLLM caches it; transformers' Falcon caches K/V broadcast "
-            f"to all {a} heads: {_gb(run['kv_bytes_per_sequence_per_gpu_transformers'])} per GPU ({a // kv}x)")
+            f"to all {a} heads: {_gb3(run['kv_bytes_per_sequence_per_gpu_transformers'])} per GPU ({a // kv}x)")
 
 
 def _serve(argv: Sequence[str]) -> int:
     from .planning import serving_run
 
     args = _serve_parser().parse_args(argv)
-    spec = _check_gpu(args)
+    spec = _check_gpu(args, default=False)
     half = "fp16" if "fp16_tensor" in (args.precision, default_precision(spec)) else "bf16"
-    args.dtype = check_storage_dtype(spec, "--dtype", args.dtype or half)
     args.kv_dtype = check_storage_dtype(spec, "--kv-dtype", args.kv_dtype or half)
     cfg = load(args.model)
     _check_positions("--context", args.context, cfg)
-    if args.prompt is not None and args.prompt > args.context:
-        raise ValueError(f"--prompt {args.prompt:,} exceeds --context {args.context:,} (the context holds the "
-                         "prompt and the output)")
+    for flag, value in (("--prompt", args.prompt), ("--output", args.output)):
+        if value is not None and value >= args.context:
+            raise ValueError(f"{flag} {value:,} must be less than --context {args.context:,} (the context holds "
+                             "the prompt and at least one output token)")
+    if args.prompt is not None and args.output is not None and args.prompt + args.output != args.context:
+        raise ValueError(f"--prompt {args.prompt:,} + --output {args.output:,} must equal --context "
+                         f"{args.context:,}")
+    dtype = _weight_format(args, spec, half)
     run = serving_run(cfg, args.gpu, args.gpus, args.context, batch=args.batch, prompt=args.prompt,
-                      dtype=args.dtype, kv_dtype=args.kv_dtype, reserve_bytes=round(args.reserve_gb * 1e9),
-                      precision=args.precision)
+                      output=args.output, dtype=dtype, kv_dtype=args.kv_dtype,
+                      reserve_bytes=None if args.reserve_gb is None else round(args.reserve_gb * 1e9),
+                      precision=args.precision, allreduce=args.allreduce,
+                      price_per_gpu_hour=args.price_per_gpu_hour)
     if args.json:
         print(json.dumps(run, indent=2))
         return 0 if run["fits"] else 1
     c = run["cluster"]
+    layout = f"tensor parallel {c['tp']}" + (f" x {c['pp']} pipeline stages" if c["pp"] > 1 else "")
     print(f"Serving {cfg.name} ({run['model']['params']:,} parameters) on {c['n_gpus']} x {c['gpu']} "
-          f"(tensor parallel {c['n_gpus']}), {run['context']:,}-token sequences, weights {run['dtype']}, "
-          f"KV cache {run['kv_dtype']}")
-    rows = [
-        ("weights per GPU", _gb(run["weights_bytes_per_gpu"])),
-        ("KV cache per sequence", f"{_gb(run['kv_bytes_per_sequence_per_gpu'])} per GPU" + _broadcast_note(cfg, run)),
-        ("largest batch", f"{run['max_batch']:,} sequences (memory {_gb(c['memory_bytes'])} per GPU, reserve "
-                          f"{_gb(run['reserve_bytes'])}: --reserve-gb)"),
-    ]
-    if run["fits"]:
-        rows += [
-            (f"at batch {run['batch']:,}", f"memory {_gb(run['memory_bytes_per_gpu'])} per GPU"),
-            ("prefill (time to first token)", f">= {run['prefill_seconds'] * 1e3:,.1f} ms for "
-                                              f"{run['batch']:,} x {run['prompt']:,}-token prompts at once"),
-            ("per output token", f">= {run['seconds_per_output_token'] * 1e3:,.2f} ms"),
-            ("throughput", f"<= {run['tokens_per_second']:,.0f} tokens/s"),
-        ]
-    elif run["memory_margin_bytes"] < 0:
-        rows.append(("weights", f"do NOT fit: {_gb(-run['memory_margin_bytes'])} over per GPU (with the reserve); "
-                                "raise --gpus or quantize (--dtype fp8)"))
-    else:
-        rows.append(("batch", f"{run['batch']:,} does NOT fit: {-run['batch_margin']:,} sequences too many"
-                     if run["batch"] else "not even one sequence fits beside the weights"))
-    _print_rows(rows)
+          f"({layout}), weights {run['dtype']}, KV cache {run['kv_dtype']}. 'bound': no engine can do better "
+          "(kernels at peak); 'predicted': at the calibrated efficiencies")
+    _print_rows(_serve_rows(cfg, run, args))
     return 0 if run["fits"] else 1
 
 
@@ -458,10 +636,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _plan(argv[1:])
         if argv and argv[0] == "serve":
             return _serve(argv[1:])
+    except BrokenPipeError:  # the reader of a pipe stopped early: __main__ ends quietly
+        raise
     except (ValueError, TypeError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    parser = argparse.ArgumentParser(prog="python -m llmmath", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m llmmath", description=__doc__.split("\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="commands (each takes --help):\n  " + _plan_parser().format_usage().replace("usage: ", "")
+        + "  " + _serve_parser().format_usage().replace("usage: ", ""))
     parser.add_argument("model", nargs="?", help="a preset name or the path of a config.json "
                         "(or a command: plan, serve; see python -m llmmath plan --help)")
     parser.add_argument("--list", action="store_true", help="list the preset names")
@@ -485,6 +669,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(json.dumps(_summary_json(cfg), indent=2))
             return 0
         rows = _rows(cfg)
+    except BrokenPipeError:  # the reader of a pipe stopped early: __main__ ends quietly
+        raise
     except (ValueError, TypeError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -16,6 +16,9 @@ def test_preset_summary(capsys):
     assert main(["llama-65b"]) == 0
     out = capsys.readouterr().out
     assert "8,192" in out and "22,016" in out and "rmsnorm" in out
+    assert main(["llama-3-8b"]) == 0  # 2 (K and V) x 32 layers x 8 heads x 128 x 2 bytes
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("KV cache / token (bf16)"))
+    assert line.endswith(f" {2 * 32 * 8 * 128 * 2:,} bytes")
 
 
 def test_config_json_summary(tmp_path, capsys):
@@ -92,6 +95,11 @@ _PLAN = ["plan", "llama-3-8b", "--tokens", "1e12", "--gpu", "h100", "--gpus", "6
      "--precision"),
     # a prompt longer than the context; contexts beyond the model's positions, rotary or learned alike
     ([*_SERVE, "--prompt", "9000"], "--prompt"),
+    # a request holds at least one output token; the weights' format from the checkpoint is checked too
+    ([*_SERVE, "--prompt", "8192"], "--prompt"),
+    ([*_SERVE, "--output", "8192"], "--output"),
+    (["serve", "deepseek-v3", "--gpu", "v100", "--gpus", "8", "--context", "2048"], "--dtype"),
+    (["serve", "llama-3-8b", "--gpu", "v100", "--gpus", "1", "--context", "2048", "--dtype", "bf16"], "--dtype"),
     (["serve", "llama-3-70b", "--gpu", "h100", "--gpus", "8", "--context", "1000000"], "--context"),
     (["serve", "gpt2", "--gpu", "h100", "--gpus", "1", "--context", "2048"], "--context"),
     ([*_PLAN, "--seq", "65536"], "--seq"),
@@ -112,6 +120,14 @@ _PLAN = ["plan", "llama-3-8b", "--tokens", "1e12", "--gpu", "h100", "--gpus", "6
     ([*_PLAN, "--tp", "0"], "--tp"),
     ([*_PLAN, "--top", "1.5"], "--top"),
     ([*_PLAN, "--price-per-gpu-hour", "-2"], "--price-per-gpu-hour"),
+    # the step-time flags: FP8 only where the accelerator has FP8 tensor cores, typed layout flags
+    (["plan", "llama-3-8b", "--tokens", "1e12", "--gpu", "a100", "--gpus", "64", "--precision", "fp8_tensor"],
+     "--precision"),
+    (["plan", "llama-3-8b", "--tokens", "1e12", "--gpu", "v100", "--gpus", "64", "--precision", "fp8_tensor"],
+     "--precision"),
+    ([*_PLAN, "--virtual-stages", "0"], "--virtual-stages"),
+    ([*_PLAN, "--virtual-stages", "2.5"], "--virtual-stages"),
+    ([*_PLAN, "--schedule", "zbb"], "--schedule"),
 ])
 def test_plan_and_serve_refuse_a_bad_flag_naming_it(argv, flag, capsys):
     assert main(argv) == 2
@@ -130,6 +146,13 @@ def test_the_accelerator_sets_the_default_precision(capsys):
                  "--mfu", "0.3", "--json"]) == 0
     run = json.loads(capsys.readouterr().out)
     assert run["cluster"]["precision"] == "fp16_tensor" and run["cluster"]["peak_flops"] == 125e12
+    # without --mfu both step-time modes run at that peak: no published V100 run calibrates it, and
+    # the prediction says so
+    assert main(["plan", "llama-3-8b", "--tokens", "1e12", "--gpu", "v100", "--gpus", "64", "--tp", "8",
+                 "--json"]) == 0
+    run = json.loads(capsys.readouterr().out)
+    assert run["cluster"]["peak_flops"] == 125e12 and run["predicted_mfu"] < run["bound_mfu"] <= 1
+    assert "volta/16-bit not calibrated" in run["prediction"]["efficiency"]["source"]
 
 
 def test_huge_token_counts_are_not_printed_as_float_noise(capsys):
@@ -143,7 +166,7 @@ def test_falcon_kv_cache_grouped_and_as_transformers_caches_it(capsys):
     """Falcon-40B (60 layers, 128 query heads, 8 KV heads of 64) on 8 GPUs at 2,048 tokens, BF16:
     the grouped cache vLLM keeps is one KV head per GPU, 2 x 60 x 1 x 64 x 2,048 x 2 bytes;
     transformers broadcasts K and V to the 16 query heads of each GPU before caching: 16 times
-    that. The text shows both, with enough digits (it used to print "0.0 GB")."""
+    that. The text shows both, with three significant figures (it used to print "0.0 GB")."""
     argv = ["serve", "falcon-40b", "--gpu", "h100", "--gpus", "8", "--context", "2048"]
     assert main([*argv, "--json"]) == 0
     run = json.loads(capsys.readouterr().out)
@@ -152,5 +175,22 @@ def test_falcon_kv_cache_grouped_and_as_transformers_caches_it(capsys):
     assert run["kv_bytes_per_sequence_per_gpu_transformers"] == 16 * grouped
     assert main(argv) == 0
     out = capsys.readouterr().out
-    assert "0.031 GB per GPU, grouped" in out and "vLLM" in out and "0.5 GB per GPU (16x)" in out
-    assert not re.search(r"(?<![\d,])0\.0 GB per GPU", out)
+    assert "0.0315 GB per 2,048-token sequence, grouped" in out and "vLLM" in out
+    assert "0.503 GB per GPU (16x)" in out
+    assert not re.search(r"(?<![\d,])0\.0 GB", out)
+
+
+def test_serve_reads_the_weights_format_of_a_checkpoint_directory(tmp_path, capsys):
+    """A downloaded checkpoint (a directory holding config.json) is a model for serve too, and its
+    quantization_config sets the weights: DeepSeek-V3's FP8 blocks of 128 x 128 with one FP32
+    scale each, multiplied at the FP8 peak (W8A8)."""
+    from importlib import resources
+
+    ckpt = tmp_path / "DeepSeek-V3"
+    ckpt.mkdir()
+    (ckpt / "config.json").write_text(resources.files("llmmath").joinpath("hf_configs", "deepseek-v3.json")
+                                      .read_text(encoding="utf-8"))
+    assert main(["serve", str(ckpt), "--gpu", "h200", "--gpus", "8", "--context", "4096", "--json"]) == 0
+    run = json.loads(capsys.readouterr().out)
+    assert run["model"]["name"] == "DeepSeek-V3" and run["dtype"].startswith("fp8 (128x128 blocks")
+    assert run["cluster"]["precision"] == "fp8_tensor"

@@ -8,12 +8,13 @@ part computes its expected value with llmmath when an answer is checked: no answ
 from __future__ import annotations
 
 from ..check import SIG3, Exercise, parts_of
-from ..flops import megatron_training_flops, mfu, training_flops, training_flops_per_token
+from ..flops import megatron_training_flops, mfu, training_flops_per_token
 from ..hardware import gpu_peak_flops
 from ..parallel import tp_comm_compute_ratio
 from ..params import active_param_count, param_count
 from ..planning import layout_for, serving_run, training_run
 from ..presets import preset
+from ..steptime import model_flops
 
 
 def _capstone(name: str) -> float:
@@ -24,7 +25,8 @@ def _capstone(name: str) -> float:
     if name.startswith("g3_"):  # GPT-3 on 1024 H100s at the MFU of Narayanan et al.'s 140 TFLOP/s
         g3, s, b = preset("gpt3-175b"), 2048, 1536
         lay = layout_for(g3, 1024, s, b * s, tp=8, pp=16, recompute="full", zero_stage=1)
-        u = training_flops(g3, b, s) / megatron_training_flops(g3, b, s) * 140e12 / gpu_peak_flops("A100")
+        # the MFU of 140 TFLOP/s under training_run's count (model_flops: causal pairs)
+        u = model_flops(g3, b, s) / megatron_training_flops(g3, b, s) * 140e12 / gpu_peak_flops("A100")
         run = training_run(g3, 300e9, "H100", lay, s, mfu=u, price_per_gpu_hour=2.0)
         return run["days"] if name == "g3_days" else run["cost"]
     if name.startswith("mem_pp"):  # Llama 3 70B on 64 H100s, t = 8
@@ -35,8 +37,8 @@ def _capstone(name: str) -> float:
         ds, per_gpu = preset("deepseek-v2"), 1e12 / (172.8e3 * 3600)
         n = param_count(ds) if name == "ds_mfu_total" else active_param_count(ds)
         return per_gpu * 6 * n / gpu_peak_flops("H800")
-    if name.startswith("serve_"):  # Llama 3 70B on 4 H100s, 16K contexts, FP8 cache, 4 GB reserve
-        run = serving_run(preset("llama-3-70b"), "H100", 4, 2**14, kv_dtype="fp8", reserve_bytes=4 * 10**9)
+    if name.startswith("serve_"):  # Llama 3 70B on 4 H100s, its 8,192 positions, FP8 cache, 4 GB reserve
+        run = serving_run(preset("llama-3-70b"), "H100", 4, 8192, kv_dtype="fp8", reserve_bytes=4 * 10**9)
         return run["max_batch"] if name == "serve_max_batch" else run["tokens_per_second"]
     if name == "budget_tokens":  # $1M at $2 per H100-hour, MFU 40%, Llama 3 8B at 8192 tokens
         seconds = 1e6 / 2.0 * 3600
@@ -56,7 +58,8 @@ EXERCISES = [
     Exercise("capstone-ex-gpt3-h100", "capstone-gpt3", "GPT-3 175B: the seeds' 34 days",
              "GPT-3 175B, 300e9 tokens, 1024 H100s, t = 8, p = 16, ZeRO-1, full recomputation, 1536 "
              "sequences of 2048 tokens per step, the MFU that Narayanan et al.'s 140 TFLOP/s on A100s "
-             "implies (training_run with mfu=..., price 2 per GPU-hour).",
+             "implies, counted as training_run counts it (model_flops: attention over the causal query-key "
+             "pairs) (training_run with mfu=..., price 2 per GPU-hour).",
              (_cap("g3_days", "training days", SIG3),
               _cap("g3_cost", "the cost at 2 per GPU-hour", SIG3))),
     Exercise("capstone-ex-70b-memory", "capstone-recipe", "A plan in five numbers",
@@ -70,8 +73,9 @@ EXERCISES = [
              (_cap("ds_mfu_total", "the 'MFU' with 6 N_total FLOPs per token", SIG3),
               _cap("ds_mfu_active", "the MFU with 6 N_active FLOPs per token", SIG3))),
     Exercise("capstone-ex-serve", "capstone-serving", "Serving Llama 3.1 405B",
-             "Llama 3 70B (the preset) on 4 H100s (tp = 4), sequences of 2**14 tokens, BF16 weights, FP8 "
-             "cache, a reserve of 4 * 10**9 bytes per GPU (serving_run).",
+             "Llama 3 70B (the preset) on 4 H100s (tp = 4), requests of 8,192 tokens (its maximum positions; "
+             "serving_run's default split, half prompt and half output), BF16 weights, FP8 cache, a reserve of "
+             "4 * 10**9 bytes per GPU (serving_run: the memory the driver reports).",
              (_cap("serve_max_batch", "the largest batch"),
               _cap("serve_tokens_per_second", "the bound on output tokens per second at that batch", SIG3))),
     Exercise("capstone-ex-budget", "capstone-recipe", "A plan in five numbers",

@@ -13,7 +13,6 @@ from ..parallel import (
     Layout,
     collective_bytes,
     collective_seconds,
-    dp_hiding_tokens,
     fsdp_shard_numel,
     pipeline_bubble_fraction,
     stage_activation_bytes,
@@ -22,6 +21,7 @@ from ..parallel import (
 )
 from ..params import param_count
 from ..presets import preset
+from ..steptime import dp_hiding_tokens
 
 
 def _parallelism(name: str) -> float:
@@ -71,7 +71,8 @@ EXERCISES = [
     Exercise("parallelism-ex-hide", "parallelism-dp-hide", "When data-parallel communication hides",
              "B200 computing at its dense FP8 peak, one 400 Gb/s NIC per GPU, BF16 gradients and parameters, "
              "the large-n limit.",
-             (_par("hide_tokens_zero1", "tokens per replica and step to hide ZeRO-1's communication", SIG3),
+             (_par("hide_tokens_zero1", "tokens per replica in its last micro-batch to hide ZeRO-1's communication",
+                   SIG3),
               _par("hide_tokens_zero3", "the same for ZeRO-3", SIG3))),
     Exercise("parallelism-ex-tp", "parallelism-tp", "Tensor parallelism",
              "Llama 3.1 405B's hidden size, t = 8, BF16, H100 peak and llmmath.hardware's links.",
