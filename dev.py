@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The project's single entry point. Needs only Python 3 (>= 3.10) to start.
 
-    python3 dev.py book      set up .venv (book requirements) and build the book (zero warnings)
+    python3 dev.py book      set up .venv (book requirements) and build the book (zero warnings):
+                             the English edition and, beside it, the Chinese one (_build/html/zh/)
     python3 dev.py test      set up .venv (test requirements) and run every test: ruff, then
                              pytest with nbval over every chapter notebook and, beside it, a clean
                              book build (zero warnings) followed by the browser test of every page
@@ -11,6 +12,8 @@
     python3 dev.py execute   re-execute every chapter notebook in place (after an edit)
     python3 dev.py bench     time a clean book build, the browser test, nbval alone and the whole
                              test run; the time to the first executed cell in the browser
+    python3 dev.py i18n ...  the translations: update, status, todo, check (scripts/i18n.py;
+                             locales/TRANSLATING.md)
     python3 dev.py lite-all  run every chapter in the book's JupyterLite edition (headless chromium,
                              offline; a few minutes; CI's last step): scripts/lite_test.py --all
 
@@ -94,16 +97,23 @@ def setup(kind: str) -> None:
     stamp.write_text(digest)
 
 
+# A clean build of both editions: the English one (jupyter-book) into _build/html and, beside it in
+# a second process, the Chinese one into _build/html/zh; then the two are compared (the same glued
+# values, math and links on every page, a language switch both ways). scripts/i18n.py.
+BOOK_BUILD = ["scripts/i18n.py", "book"]
+
+
 def build_book() -> None:
-    """A clean build of the book into _build/html; any Sphinx warning fails it."""
+    """A clean build of the book (both editions) into _build/html; any Sphinx warning fails it."""
     shutil.rmtree(ROOT / "_build", ignore_errors=True)
-    run(BIN / "jupyter-book", "build", ".", "-W", "-n", "--keep-going")
+    run(PY, *BOOK_BUILD)
 
 
 def book() -> None:
     setup("book")
     build_book()
-    print(f"\nThe book is at {ROOT / '_build' / 'html' / 'index.html'}")
+    print(f"\nThe book is at {ROOT / '_build' / 'html' / 'index.html'}"
+          f" (the Chinese edition: {ROOT / '_build' / 'html' / 'zh' / 'index.html'})")
 
 
 def ensure_chromium() -> bool:
@@ -141,7 +151,8 @@ def test() -> None:
         book_status: list[int] = []
         book_job = threading.Thread(target=lambda: book_status.append(_book_then_browser(browser, log)))
         book_job.start()
-        print("+ (beside pytest) jupyter-book build . -W -n --keep-going"
+        print("+ (beside pytest) scripts/i18n.py book (jupyter-book build . -W -n --keep-going, and the"
+              " Chinese edition)"
               + (", then scripts/browser_test.py" if browser else ""), flush=True)
         tests = subprocess.run(
             [str(PY), "-m", "pytest", "-n", "2", "--dist", "loadscope", "--nbval", "--nbval-current-env",
@@ -159,7 +170,7 @@ def test() -> None:
 def _book_then_browser(browser: bool, log) -> int:
     """A clean book build, then (when chromium is there) the browser test; output to ``log``."""
     shutil.rmtree(ROOT / "_build", ignore_errors=True)
-    steps = [[str(BIN / "jupyter-book"), "build", ".", "-W", "-n", "--keep-going"]]
+    steps = [[str(PY), *BOOK_BUILD]]
     if browser:
         steps.append([str(PY), "scripts/browser_test.py"])
     for cmd in steps:
@@ -186,6 +197,12 @@ def lite_all() -> None:
     run(PY, "scripts/lite_test.py", "--all", *sys.argv[2:])
 
 
+def i18n() -> None:
+    """The translated editions' tool (scripts/i18n.py): update, status, todo, check, build..."""
+    setup("test")
+    run(PY, "scripts/i18n.py", *sys.argv[2:])
+
+
 def bench() -> None:
     setup("test")
     run(PY, "benchmarks/run.py", env=numeric_env())
@@ -197,7 +214,8 @@ def coursework() -> None:
 
 
 COMMANDS = {"book": book, "test": test, "execute": execute, "bench": bench, "lite-all": lite_all,
-            "student": coursework, "assign": coursework, "grade": coursework, "gradebook": coursework}
+            "student": coursework, "assign": coursework, "grade": coursework, "gradebook": coursework,
+            "i18n": i18n}
 
 if __name__ == "__main__":
     if len(sys.argv) < 2 or sys.argv[1] not in COMMANDS:

@@ -69,7 +69,8 @@ def main() -> int:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"{os.cpu_count()} cores, load average {load:.1f}; host speed: sum(range(10**7)) in "
           f"{host_speed():.3f} s")
-    timed("clean book build", [str(BIN / "jupyter-book"), "build", ".", "-W", "-n", "--keep-going"],
+    # both editions, as `dev.py book` builds them (English, and Chinese beside it: scripts/i18n.py)
+    timed("clean book build", [str(BIN / "python"), "scripts/i18n.py", "book"],
           before=lambda: shutil.rmtree(ROOT / "_build", ignore_errors=True))
     if Path("/usr/bin/chromium").is_file():
         with tempfile.TemporaryDirectory() as tmp:

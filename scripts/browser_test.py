@@ -16,7 +16,9 @@ Failures (exit status 1):
   - a glue placeholder or an empty glued value; the glued numbers of ``GLUED`` missing;
   - an exercise without a solution, or a solution dropdown that is not hidden at first and shown
     after a click on its title;
-  - the search page returning nothing for ``SEARCH_TERM``;
+  - the search page returning nothing for ``SEARCH_TERM`` (and in each translated edition of
+    ``EDITIONS``, for its term);
+  - a page without its language switch (_ext/book_i18n.py) to the same page of the other edition;
   - a code cell that scrolls sideways at the default window size (``VIEWPORT``): chapter code
     lines are at most 88 characters and the book's CSS makes them fit;
   - in the JupyterLite edition (``_build/html/lite``), a chapter of ``LITE_DEFAULT`` (``--lite``)
@@ -61,6 +63,10 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
                  # no name resolves but the local server's: a request to a CDN fails at once
                  "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"]
 SEARCH_TERM, SEARCH_PAGE = "matrix", "chapters/matmul-cost.html"
+# Translated editions (scripts/i18n.py builds them into these folders of the English one): a term
+# their search must find, on which page. Every page of both editions is checked (html_pages).
+EDITIONS = {"zh/": ("激活值", "zh/chapters/glossary.html")}
+BUILT_EDITIONS: list[str] = []  # the folders of EDITIONS that the site has (set in main)
 # (page, phrase): the paragraph containing the phrase must show a glued value with digits.
 GLUED = [("chapters/matmul-cost.html", "by the convention")]
 LINK_ONLY = ("a.", "link[canonical]", "link[alternate]", "link[license]", "link[author]")
@@ -241,11 +247,13 @@ async () => {
     .filter(p => p.scrollWidth > p.clientWidth + 1)
     .map(p => ({cell: !!p.closest('div.cell_input'),
                 line: p.textContent.split('\n').reduce((a, b) => (b.length > a.length ? b : a), '')}));
+  const switches = Array.from(document.querySelectorAll('a[data-llmmath-language]'))
+    .map(a => new URL(a.getAttribute('href'), document.baseURI).pathname);
   const h1 = article.querySelector('h1');
   const h2s = Array.from(article.querySelectorAll('h2')).map(h => h.textContent.replace('#', '').trim());
   const opening = Array.from(article.querySelectorAll('section > p')).slice(0, 2).map(p => p.textContent).join(' ');
   return {text, untypeset, merrors, mathCount: maths.length, images, emptyGlue, gluedCount: glued.length,
-          exercises, solutions, cells, wide, h1: h1 ? h1.textContent : '', h2s, opening,
+          exercises, solutions, cells, wide, switches, h1: h1 ? h1.textContent : '', h2s, opening,
           numbered: !!(h1 && h1.querySelector('.section-number'))};
 }
 """
@@ -324,6 +332,11 @@ async def check_page(page, url: str, rel: str, shots: Path | None, problems: lis
             advice.append((rel, "numbers in tables not right-aligned", repr(cell["text"])))
         if BIG_INT.search(cell["text"].replace(" ", "")):
             advice.append((rel, "numbers in tables without thousands separators", repr(cell["text"])))
+
+    for folder in BUILT_EDITIONS:  # the language switch leads to this page in the other edition
+        other = rel[len(folder):] if rel.startswith(folder) else folder + rel
+        if "/" + other not in facts["switches"]:
+            problems.append(say(f"no language switch to {other} (links: {facts['switches']})"))
 
     await _check_solutions(page, rel, facts, problems)
     stats["exercises"] += len(facts["exercises"])
@@ -425,26 +438,27 @@ async def _screenshots(page, rel: str, facts: dict, shots: Path) -> None:
             await target.screenshot(path=str(shots / f"{name}-{kind}.png"))
 
 
-async def check_search(context, base: str, problems: list[str], shots: Path | None) -> int:
-    """Search for SEARCH_TERM; SEARCH_PAGE must be among the results."""
+async def check_search(context, base: str, problems: list[str], shots: Path | None,
+                       edition: str = "", term: str = SEARCH_TERM, page_found: str = SEARCH_PAGE) -> int:
+    """Search for ``term`` in the edition in folder ``edition``; ``page_found`` must be a result."""
     page = await context.new_page()
     errors: list[str] = []
     page.on("console", lambda m: m.type == "error" and _console_error(m, errors))
-    await page.goto(f"{base}search.html?q={SEARCH_TERM}", wait_until="load", timeout=TIMEOUT_MS)
+    await page.goto(f"{base}{edition}search.html?q={term}", wait_until="load", timeout=TIMEOUT_MS)
     try:
         await page.wait_for_function(
             "() => document.querySelector('#search-results p.search-summary, .search-summary')",
             timeout=TIMEOUT_MS)
     except Exception:  # noqa: BLE001 - Playwright's TimeoutError: report it
-        problems.append(f"search: no search summary for {SEARCH_TERM!r} within {TIMEOUT_MS} ms")
+        problems.append(f"search: no search summary for {term!r} within {TIMEOUT_MS} ms")
     hits = await page.eval_on_selector_all("#search-results ul.search li a", "as => as.map(a => a.href)")
     if not hits:
-        problems.append(f"search: no results for {SEARCH_TERM!r}")
-    elif not any(SEARCH_PAGE in h for h in hits):
-        problems.append(f"search: {SEARCH_PAGE} not among the results for {SEARCH_TERM!r}")
+        problems.append(f"search: no results for {term!r}")
+    elif not any(page_found in h for h in hits):
+        problems.append(f"search: {page_found} not among the results for {term!r}")
     problems.extend(f"search: {e}" for e in errors)
     if shots is not None:
-        await page.screenshot(path=str(shots / "search.png"))
+        await page.screenshot(path=str(shots / f"search{'-' + edition.strip('/') if edition else ''}.png"))
     await page.close()
     return len(hits)
 
@@ -479,6 +493,7 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(shots, ignore_errors=True)
         shots.mkdir(parents=True)
 
+    BUILT_EDITIONS[:] = [folder for folder in EDITIONS if (site / folder / "index.html").is_file()]
     pages = html_pages(site)
     problems, checked, redirects = check_links(site, pages)
     if args.verbose:
@@ -551,6 +566,8 @@ async def check_in_browser(pages: list[str], base: str, args: argparse.Namespace
 
             async def pages_then_search() -> int:
                 await asyncio.gather(*(one(rel) for rel in pages))
+                for folder in BUILT_EDITIONS:
+                    await check_search(context, base, problems, shots, folder, *EDITIONS[folder])
                 return await check_search(context, base, problems, shots)
 
             hits = await pages_then_search()
