@@ -36,6 +36,7 @@ from ._validate import check_choice, check_int, check_positive
 from .config import TransformerConfig
 from .hardware import Accelerator, accelerator, gpu_peak_flops
 from .inference import (
+    ALLREDUCE_ALGORITHMS,
     decode_flops_breakdown,
     decode_step_seconds,
     experts_touched,
@@ -62,6 +63,8 @@ __all__ = [
     "static_batch_utilization",
     "simulate_continuous_batching",
     "frontier_point",
+    "frontier",
+    "kv_capacity_bytes",
     "cost_per_million_tokens",
     "kv_blocks",
     "paged_kv_waste",
@@ -102,9 +105,10 @@ class StepCosts:
     the weights one token touches and ``row_bytes`` each further embedding row read;
     ``key_flops`` attention FLOPs per cached key and sequence (scores and values, all layers);
     ``kv_token_bytes`` one cached token (all layers); ``peak`` the FLOP/s of the weight products,
-    ``attention_peak`` those of attention, ``bandwidth`` the memory's; ``comm_fixed`` and
-    ``comm_per_token`` the tensor-parallel all-reduces of a step (``c_0 + c_1 T``);
-    ``gpus`` the replica's accelerators, ``vocab`` the rows of the embedding table.
+    ``attention_peak`` those of attention, ``bandwidth`` the memory's; ``comm`` the tensor-parallel
+    all-reduces of a step, one ``(c_0, c_1)`` per algorithm the hardware offers (``c_0 + c_1 T``
+    seconds for ``T`` tokens: latency and bytes of the alpha-beta model), the engine using the
+    fastest; ``gpus`` the replica's accelerators, ``vocab`` the rows of the embedding table.
     """
 
     name: str
@@ -119,8 +123,11 @@ class StepCosts:
     peak: float
     attention_peak: float
     bandwidth: float
-    comm_fixed: float = 0.0
-    comm_per_token: float = 0.0
+    comm: tuple[tuple[float, float], ...] = ()
+
+    def comm_seconds(self, tokens: float) -> float:
+        """The all-reduces of a step of ``tokens`` tokens with the fastest algorithm: ``min (c_0 + c_1 T)``."""
+        return min((c0 + c1 * tokens for c0, c1 in self.comm), default=0.0)
 
 
 def _check_cfg(cfg: Any) -> TransformerConfig:
@@ -141,7 +148,8 @@ def step_costs(
     ``precision`` (``fp8_tensor`` for W8A8-FP8), the cache as ``kv_dtype``. Each coefficient is a
     difference of two exact counts: ``key_flops`` is ``decode_flops_breakdown`` at contexts 2 and 1,
     ``row_bytes`` is ``forward_weight_bytes`` at 2 and 1 tokens, and so on; the all-reduce
-    coefficients come from :func:`llmmath.tp_decode_step_seconds` (one-shot) at two batch sizes.
+    coefficients of each all-reduce algorithm come from :func:`llmmath.tp_decode_step_seconds` at
+    two batch sizes (its time is affine in the message).
     A mixture of experts reads the fewest experts a batch can touch (``k`` per layer), which keeps
     the step a bound; its FLOPs do not depend on the routing.
     Derived in chapter :doc:`/chapters/serving-systems`.
@@ -156,19 +164,20 @@ def step_costs(
     key = sum(two[k] - one[k] for k in _ATTN)
     w1 = forward_weight_bytes(shard, 1, 1, dtype, experts="min")
     row = forward_weight_bytes(shard, 2, 1, dtype, experts="min") - w1
-    comm_fixed = comm_per_token = 0.0
+    comm = []
     if t > 1:
-        kw = dict(dtype=dtype, kv_dtype=kv_dtype, precision=precision, mla=mla, allreduce="one-shot")
-        comm = [tp_decode_step_seconds(cfg, b, 1, spec, t, **kw) - decode_step_seconds(shard, b, 1, spec, **{
-            k: v for k, v in kw.items() if k != "allreduce"}) for b in (1, 2)]
-        comm_per_token = comm[1] - comm[0]
-        comm_fixed = comm[0] - comm_per_token
+        kw = dict(dtype=dtype, kv_dtype=kv_dtype, precision=precision, mla=mla)
+        alone = [decode_step_seconds(shard, b, 1, spec, **kw) for b in (1, 2)]
+        for algorithm in ALLREDUCE_ALGORITHMS:
+            both = [tp_decode_step_seconds(cfg, b, 1, spec, t, allreduce=algorithm, **kw) - alone[b - 1]
+                    for b in (1, 2)]
+            comm.append((both[0] - (both[1] - both[0]), both[1] - both[0]))
     return StepCosts(
         name=cfg.name, gpus=t, token_flops=token, head_flops=head, weight_bytes=w1, row_bytes=row,
         vocab=shard.vocab_size, key_flops=key,
         kv_token_bytes=kv_bytes(shard, 1, 1, kv_dtype), peak=gpu_peak_flops(spec, precision),
         attention_peak=gpu_peak_flops(spec, attention_precision), bandwidth=spec.memory_bandwidth,
-        comm_fixed=comm_fixed, comm_per_token=comm_per_token)
+        comm=tuple(comm))
 
 
 def _nonneg(name: str, value: Any) -> float:
@@ -179,15 +188,18 @@ def step_seconds(
     costs: StepCosts, decode: float, context: float, prefill: float = 0.0, pairs: float = 0.0,
     prompts: float = 0.0,
 ) -> float:
-    """Lower bound on one engine step (see the module docstring): ``decode`` sequences of
-    ``context`` cached tokens in all (the sum over the sequences) add one token each, and
-    ``prefill`` prompt tokens are processed whose causal attention covers ``pairs`` query-key
-    pairs, completing ``prompts`` prompts (each needs its logits once). Arguments may be
-    fractional (averages of a steady state). With ``prefill = 0`` and ``b`` sequences of ``n``
-    tokens (``context = b n``) the weight term and the attention term are the two kernels of
-    :func:`llmmath.decode_step_seconds`'s counts:
-    ``max(F_w / pi, W / W_mem) + max(F_a / pi, Q_kv / W_mem) + c_0 + c_1 T``.
-    Derived in chapter :doc:`/chapters/serving-systems`.
+    """Lower bound on one engine step: ``decode`` sequences holding ``context`` cached tokens in
+    all (the sum over the sequences) add one token each, and ``prefill`` prompt tokens are
+    processed whose causal attention covers ``pairs`` query-key pairs, completing ``prompts``
+    prompts (each needs its logits once). Two kernels, each its own roofline, and the
+    tensor-parallel all-reduces overlapped with them:
+    ``max(max(F_w / pi, Q_w / W_mem) + max(F_att / pi, Q_kv / W_mem), c_0 + c_1 T)`` with
+    ``F_w`` the weight products of the ``T = decode + prefill`` tokens, ``Q_w`` the weights read
+    once, ``F_att`` the attention of every query (``context + decode`` keys for the decodes,
+    ``pairs`` for the prompt tokens) and ``Q_kv`` the caches read and written. With
+    ``prefill = 0`` and ``b`` sequences of ``n`` tokens (``context = b n``) it is the decode step
+    of :mod:`llmmath.inference` (the same counts). Arguments may be fractional (the averages of a
+    steady state). Derived in chapter :doc:`/chapters/serving-systems`.
     """
     if not isinstance(costs, StepCosts):
         raise TypeError(f"costs must be a StepCosts (llmmath.step_costs), got {type(costs).__name__}")
@@ -201,10 +213,9 @@ def step_seconds(
     weight_flops = c.token_flops * tokens + c.head_flops * (decode + prompts)
     weight_bytes = c.weight_bytes + c.row_bytes * max(min(tokens, c.vocab) - 1, 0)
     weights = max(weight_flops / c.peak, weight_bytes / c.bandwidth)
-    attend = max(c.key_flops * (context + decode) / c.attention_peak, c.kv_token_bytes * context / c.bandwidth)
-    fill = max(c.key_flops * pairs / c.attention_peak, c.kv_token_bytes * prefill / c.bandwidth)
-    comm = c.comm_fixed + c.comm_per_token * tokens if c.gpus > 1 else 0.0
-    return weights + attend + fill + comm
+    attention = max(c.key_flops * (context + decode + pairs) / c.attention_peak,
+                    c.kv_token_bytes * (context + prefill) / c.bandwidth)
+    return max(weights + attention, c.comm_seconds(tokens))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -214,73 +225,97 @@ def step_seconds(
 
 @dataclasses.dataclass(frozen=True)
 class RequestCosts:
-    """What one request of ``prompt`` tokens and ``output`` tokens costs over its life, in
-    seconds of a resource at its roofline: ``weight_compute`` its tokens through the weight
-    products at peak, ``attention`` its decode and prefill attention (each at its roofline),
-    ``comm`` its tokens' share of the all-reduces; ``step_fixed`` is what every step costs
-    whoever is in it (the weights read once, ``W / W_mem``, and the all-reduces' latency);
-    ``kv_byte_steps`` the bytes of cache the request holds, summed over its decode steps (for
-    memory capacity); ``decode_steps = output - 1`` (the first token comes from the prefill);
-    ``mean_context`` the mean cache a decode step of it reads."""
+    """What one request of ``prompt`` and ``output`` tokens costs over its life, in seconds of a
+    resource at its roofline: ``weight_compute`` (``A_w``) its tokens through the weight products
+    at peak, ``attention`` (``A_att``) its decode and prefill attention (one kernel's roofline),
+    ``comm`` its share of the all-reduces, one ``(c_0, A_c)`` per algorithm: what every step pays
+    (the latency) and the request's tokens' bandwidth seconds; what every step costs whoever is in
+    it: ``weights_read`` (``t_w = Q_w / W_mem``); ``kv_byte_steps`` the cache the request holds summed over its
+    decode steps (for memory capacity), ``decode_steps = output - 1`` (the first token comes from
+    the prefill) and ``mean_context`` the mean cache a decode step of it reads."""
 
     prompt: int
     output: int
     weight_compute: float
     attention: float
-    comm: float
-    step_fixed: float
+    comm: tuple[tuple[float, float], ...]
+    weights_read: float
     kv_byte_steps: float
     decode_steps: int
     mean_context: float
 
 
-def request_costs(costs: StepCosts, prompt: int, output: int) -> RequestCosts:
-    """The :class:`RequestCosts` of a request under ``costs``. A request's decode step ``j``
-    (``j = 1 .. s_o - 1``) reads a cache of ``n_j = s_p + j - 1`` tokens, so its decode steps read
+def request_costs(costs: StepCosts, prompt: int, output: int, *, prefill: bool = True) -> RequestCosts:
+    """The :class:`RequestCosts` of a request under ``costs``: the sum of its share of
+    :func:`step_seconds`' terms over its life. Its decode step ``j`` (``j = 1 .. s_o - 1``) reads a
+    cache of ``n_j = s_p + j - 1`` tokens, so its decode steps read
     ``sum n_j = (s_o - 1) s_p + (s_o - 1)(s_o - 2) / 2`` cached tokens in all; its prefill covers
-    ``s_p (s_p + 1) / 2`` causal pairs. Derived in chapter :doc:`/chapters/serving-systems`.
+    ``s_p (s_p + 1) / 2`` causal pairs. ``prefill=False`` is a decode replica of a disaggregated
+    server: the prompt's cache arrives from elsewhere, and the request costs only its decode steps.
+    Derived in chapter :doc:`/chapters/serving-systems`.
     """
     if not isinstance(costs, StepCosts):
         raise TypeError(f"costs must be a StepCosts (llmmath.step_costs), got {type(costs).__name__}")
     s_p, s_o = check_int("prompt", prompt), check_int("output", output)
+    if not isinstance(prefill, bool):
+        raise TypeError(f"prefill must be a bool, got {type(prefill).__name__}")
     steps = s_o - 1
     context = steps * s_p + steps * (steps - 1) // 2
-    pairs = s_p * (s_p + 1) // 2
+    filled = s_p if prefill else 0
+    pairs = filled * (filled + 1) // 2
     c = costs
-    weight = (c.token_flops * (s_p + steps) + c.head_flops * s_o) / c.peak
-    decode_attention = max(c.key_flops * (context + steps) / c.attention_peak,
-                           c.kv_token_bytes * context / c.bandwidth)
-    prefill_attention = max(c.key_flops * pairs / c.attention_peak, c.kv_token_bytes * s_p / c.bandwidth)
-    comm = c.comm_per_token * (s_p + steps) if c.gpus > 1 else 0.0
-    fixed = c.weight_bytes / c.bandwidth + (c.comm_fixed if c.gpus > 1 else 0.0)
-    return RequestCosts(prompt=s_p, output=s_o, weight_compute=weight, attention=decode_attention + prefill_attention,
-                        comm=comm, step_fixed=fixed, kv_byte_steps=c.kv_token_bytes * (context + steps),
-                        decode_steps=steps, mean_context=context / steps if steps else float(s_p))
+    weight = (c.token_flops * (filled + steps) + c.head_flops * (steps + prefill)) / c.peak
+    attention = max(c.key_flops * (context + steps + pairs) / c.attention_peak,
+                    c.kv_token_bytes * (context + filled) / c.bandwidth)
+    return RequestCosts(prompt=s_p, output=s_o, weight_compute=weight, attention=attention,
+                        comm=tuple((c0, c1 * (filled + steps)) for c0, c1 in c.comm),
+                        weights_read=c.weight_bytes / c.bandwidth,
+                        kv_byte_steps=c.kv_token_bytes * (context + steps), decode_steps=steps,
+                        mean_context=context / steps if steps else float(s_p))
+
+
+def _step_at(req: RequestCosts, lam: float) -> float:
+    """The steady step at ``lam`` (inf beyond a capacity): the kernels' ``t_w / (1 - lam A_att)``
+    or, if longer, the all-reduces' with the algorithm whose ``c_0 / (1 - lam A_c)`` is shortest."""
+    def branch(fixed: float, share: float) -> float:
+        return fixed / (1 - lam * share) if lam * share < 1 else math.inf
+    comm = min((branch(c0, a_c) for c0, a_c in req.comm), default=0.0)
+    return max(branch(req.weights_read, req.attention), comm)
 
 
 def saturation_rate(req: RequestCosts, *, kv_capacity_bytes: float | None = None, budget: int | None = None) -> float:
     """The largest request rate a replica sustains. Every second of work must fit in a second:
-    ``lambda (A_w + A_a + A_c) < 1`` with ``A_w, A_a, A_c`` the request's ``weight_compute``,
-    ``attention`` and ``comm`` seconds (once the weight products are compute-bound no batching
-    amortizes anything more). Two capacities can bind first, each by Little's law with the step
-    time ``t = t_0 / (1 - lambda (A_a + A_c))`` of :func:`load_steady_state`: a cache of
-    ``M = kv_capacity_bytes`` per accelerator holds ``lambda t K`` (``K`` the request's
-    ``kv_byte_steps``), so ``lambda < M / (t_0 K + M (A_a + A_c))``; a token ``budget`` per step
-    (vLLM's ``max_num_batched_tokens``) holds ``lambda t (s_p + s_o - 1)`` tokens, so
-    ``lambda < B / (t_0 (s_p + s_o - 1) + B (A_a + A_c))``.
+    ``lambda (A_w + A_att) < 1`` with ``A_w, A_att`` the request's ``weight_compute`` and
+    ``attention`` seconds (once the weight products are compute-bound no batching amortizes
+    anything more), and ``lambda A_c < 1`` for the all-reduces of at least one algorithm. Two
+    capacities can bind first, each by Little's law with the step time ``t`` of
+    :func:`load_steady_state` (``t_w / (1 - lambda A_att)``, or the all-reduces' if longer): a
+    cache of ``M = kv_capacity_bytes`` per accelerator holds ``lambda t K`` (``K`` the request's
+    ``kv_byte_steps``), so ``lambda < M / (t_w K + M A_att)`` when the kernels set the step; a
+    token ``budget`` per step (vLLM's ``max_num_batched_tokens``) holds ``lambda t (s_p + s_o - 1)``
+    tokens, so ``lambda < B / (t_w (s_p + s_o - 1) + B A_att)``. Found by bisection on
+    ``lambda t(lambda) x <= room`` (exact: ``lambda t`` increases with ``lambda``).
     Derived in chapter :doc:`/chapters/serving-systems`.
     """
     if not isinstance(req, RequestCosts):
         raise TypeError(f"req must be a RequestCosts (llmmath.request_costs), got {type(req).__name__}")
-    shared = req.attention + req.comm
-    rate = 1 / (req.weight_compute + shared)
+    top = 1 / (req.weight_compute + req.attention)
+    if req.comm:
+        top = min(top, max(1 / a_c if a_c else math.inf for _, a_c in req.comm))
+    limits = []
     if kv_capacity_bytes is not None:
-        m = check_positive("kv_capacity_bytes", kv_capacity_bytes)
-        rate = min(rate, m / (req.step_fixed * req.kv_byte_steps + m * shared))
+        limits.append((check_positive("kv_capacity_bytes", kv_capacity_bytes), req.kv_byte_steps))
     if budget is not None:
-        B = check_int("budget", budget)
-        rate = min(rate, B / (req.step_fixed * (req.prompt + req.decode_steps) + B * shared))
-    return rate
+        limits.append((check_int("budget", budget), req.prompt + req.decode_steps))
+    for room, per_step in limits:
+        if top * _step_at(req, top * (1 - 1e-12)) * per_step <= room:
+            continue
+        lo, hi = 0.0, top
+        for _ in range(200):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if mid * _step_at(req, mid) * per_step <= room else (lo, mid)
+        top = lo
+    return top
 
 
 @dataclasses.dataclass(frozen=True)
@@ -304,40 +339,42 @@ class LoadPoint:
 
 def load_steady_state(
     costs: StepCosts, prompt: int, output: int, rate: float, *, budget: int | None = None,
-    kv_capacity_bytes: float | None = None,
+    kv_capacity_bytes: float | None = None, prefill: bool = True,
 ) -> LoadPoint:
     """The steady state of continuous batching with chunked prefill at ``rate`` requests per
     second, each of ``prompt`` and ``output`` tokens (a fluid model: every step holds the mean
     load). By Little's law a step of length ``t`` holds ``b = lambda (s_o - 1) t`` decoding
     sequences and ``lambda s_p t`` prompt tokens, so with the request's costs
-    (:func:`request_costs`) the step satisfies ``t = max(lambda A_w t, t_0) + lambda (A_a + A_c) t``,
-    whose solution below saturation is the inter-token latency
+    (:func:`request_costs`) the step satisfies ``t = max(lambda A_w t, t_w) + lambda A_att t``
+    (or the all-reduces' ``c_0 + lambda A_c t`` if longer), whose solution below saturation is the
+    inter-token latency
 
-        ``t = t_0 / (1 - lambda (A_a + A_c))``
+        ``t = max(t_w / (1 - lambda A_att), c_0 / (1 - lambda A_c))``
 
     (the weight products stay memory-bound on average until saturation). The time to first
     token is half a step of waiting plus the prompt's chunks, each a step with the ``b`` decodes
     and ``budget - b`` prompt tokens (``budget`` the tokens a step may hold; by default the
-    whole prompt goes in one step). A ``rate`` at or beyond :func:`saturation_rate` raises
+    whole prompt goes in one step); ``prefill=False`` is a disaggregated decode replica (no prompt
+    work, a time to first token of 0 here). A ``rate`` at or beyond :func:`saturation_rate` raises
     ``ValueError``: a server loaded beyond capacity has no steady state, its queue grows without
     bound. Derived in chapter :doc:`/chapters/serving-systems`.
     """
-    req = request_costs(costs, prompt, output)
+    req = request_costs(costs, prompt, output, prefill=prefill)
     lam = check_positive("rate", rate)
     limit = saturation_rate(req, kv_capacity_bytes=kv_capacity_bytes, budget=budget)
     if lam >= limit:
         raise ValueError(f"rate must be below the saturation rate {limit:.4g} requests/s of this replica, "
                          f"got {lam:.4g}: beyond it the queue grows without bound (no steady state)")
-    t = req.step_fixed / (1 - lam * (req.attention + req.comm))
+    t = _step_at(req, lam)
     b = lam * req.decode_steps * t
     chunk = req.prompt if budget is None else max(1, math.floor(budget - b))
-    ttft, done = t / 2, 0
+    ttft, done = (t / 2, 0) if prefill else (0.0, req.prompt)
     while done < req.prompt:
         piece = min(chunk, req.prompt - done)
         pairs = piece * done + piece * (piece + 1) // 2
         ttft += step_seconds(costs, b, b * req.mean_context, piece, pairs, 1 if done + piece == req.prompt else 0)
         done += piece
-    return LoadPoint(rate=lam, itl=t, ttft=ttft, batch=b, prefill_per_step=lam * req.prompt * t,
+    return LoadPoint(rate=lam, itl=t, ttft=ttft, batch=b, prefill_per_step=lam * req.prompt * t * prefill,
                      requests_per_second=lam, output_tokens_per_second=lam * req.output,
                      compute_share=lam * req.weight_compute)
 
@@ -480,6 +517,37 @@ def frontier_point(costs: StepCosts, prompt: int, output: int, batch: float) -> 
                      per_step * req.prompt * (req.prompt + 1) / 2, per_step)
     return {"batch": b, "itl": t, "tokens_per_second_per_user": 1 / t,
             "tokens_per_second_per_gpu": req.output * per_step / (t * costs.gpus)}
+
+
+def kv_capacity_bytes(
+    cfg: TransformerConfig, gpu: str | Accelerator, *, reserve_bytes: int, tp: int = 1, dtype: str = "bf16",
+    kv_dtype: str = "bf16",
+) -> int:
+    """Bytes of KV cache one of ``tp`` accelerators can hold beside its shard of the weights and a
+    ``reserve_bytes`` reserve: :func:`llmmath.max_decode_batch` at a one-token context (the free
+    memory divided by one token's cache, rounded down) times one token's cache.
+    Derived in chapter :doc:`/chapters/serving-systems`.
+    """
+    per_token = kv_bytes(tp_shard(cfg, tp), 1, 1, kv_dtype)
+    return max_decode_batch(cfg, 1, gpu, reserve_bytes=reserve_bytes, tp=tp, dtype=dtype,
+                            kv_dtype=kv_dtype) * per_token
+
+
+def frontier(
+    costs: StepCosts, prompt: int, output: int, kv_capacity: float, *, points: int = 40,
+) -> list[dict[str, float]]:
+    """The latency-throughput frontier of a replica: :func:`frontier_point` at ``points`` batch
+    sizes spaced geometrically from 1 to the largest the cache holds, ``b_max = M / (q_kv (n + 1))``
+    with ``M = kv_capacity`` bytes per accelerator and ``n`` the mean context of a decode step
+    (Little's law on the cache: each decoding sequence holds its context). Empty if not one
+    sequence fits. Derived in chapter :doc:`/chapters/serving-systems`.
+    """
+    req = request_costs(costs, prompt, output)
+    cap = check_positive("kv_capacity", kv_capacity, allow_zero=True)
+    top = cap / (costs.kv_token_bytes * (req.mean_context + 1))
+    if top < 1:
+        return []
+    return [frontier_point(costs, prompt, output, float(b)) for b in np.geomspace(1, top, check_int("points", points))]
 
 
 def cost_per_million_tokens(tokens_per_second_per_gpu: float, price_per_gpu_hour: float) -> float:
@@ -878,8 +946,7 @@ def measured_serving_bound(row: MeasuredServing) -> dict[str, float]:
     else:
         costs = step_costs(cfg, row.gpu, tp=row.tp, **kw)
         req = request_costs(costs, row.prompt, row.output)
-        free = max_decode_batch(cfg, 1, row.gpu, reserve_bytes=0, tp=row.tp, dtype=row.dtype,
-                                kv_dtype=row.kv_dtype) * costs.kv_token_bytes
+        free = kv_capacity_bytes(cfg, row.gpu, reserve_bytes=0, tp=row.tp, dtype=row.dtype, kv_dtype=row.kv_dtype)
         b = free / (costs.kv_token_bytes * (req.mean_context + 1))
         if row.batch is not None:
             b = min(b, row.batch)
