@@ -3,7 +3,7 @@ paged and prefix-cached KV, speculative decoding, quantized weights, mixture-of-
 disaggregated prefill, long contexts, and how close published engines get to the bounds.
 
 Derived in chapter :doc:`/chapters/serving-systems`. Everything builds on
-:mod:`llmmath.inference`: the exact FLOPs and bytes of a decode step
+``llmmath.inference``: the exact FLOPs and bytes of a decode step
 (:func:`~llmmath.decode_flops_breakdown`, :func:`~llmmath.forward_weight_bytes`,
 :func:`~llmmath.kv_bytes`), the tensor-parallel shard (:func:`~llmmath.tp_shard`) and the
 tensor-parallel step (:func:`~llmmath.tp_decode_step_seconds`).
@@ -98,7 +98,7 @@ _ATTN = ("attn_scores", "attn_values")
 @dataclasses.dataclass(frozen=True)
 class StepCosts:
     """The per-token coefficients of one engine step on one accelerator of a replica, read off
-    the exact counts of :mod:`llmmath.inference` by :func:`step_costs`.
+    the exact counts of ``llmmath.inference`` by :func:`step_costs`.
 
     ``token_flops`` weight-product FLOPs per token without the LM head and ``head_flops`` the LM
     head's (a prefill token needs logits only at the prompt's last position); ``weight_bytes``
@@ -198,7 +198,7 @@ def step_seconds(
     once, ``F_att`` the attention of every query (``context + decode`` keys for the decodes,
     ``pairs`` for the prompt tokens) and ``Q_kv`` the caches read and written. With
     ``prefill = 0`` and ``b`` sequences of ``n`` tokens (``context = b n``) it is the decode step
-    of :mod:`llmmath.inference` (the same counts). Arguments may be fractional (the averages of a
+    of ``llmmath.inference`` (the same counts). Arguments may be fractional (the averages of a
     steady state). Derived in chapter :doc:`/chapters/serving-systems`.
     """
     if not isinstance(costs, StepCosts):
