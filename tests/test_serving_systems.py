@@ -290,3 +290,47 @@ def test_exercises_from_independent_answers():
         feedback = check(label, answer)
         assert feedback.correct, f"{label}: {feedback}"
     assert not check("sys-ex-cow", 4 * 75, part="shared_blocks").correct     # nothing shared
+
+
+SERVE = ["serve", "llama-3-8b", "--gpu", "h100", "--gpus", "1", "--context", "2048", "--batch", "8"]
+
+
+def test_serve_prints_the_steady_state_and_its_extras(capsys):
+    from llmmath.cli import main
+
+    code = main(SERVE + ["--request-rate", "5", "--price-per-gpu-hour", "2", "--block-size", "16",
+                         "--prefix-hit-rate", "0.5", "--speculative", "0.8,4", "--weights", "fp8"])
+    out = capsys.readouterr().out
+    assert code == 0
+    for text in ("steady state", "TTFT >=", "ITL >=", "per million output tokens", "128 blocks of 16",
+                 "prefix cache", "3.36 tokens per step", "weights fp8 at fp8_tensor"):
+        assert text in out, text
+
+
+def test_serve_frontier_json(capsys):
+    import json
+
+    from llmmath.cli import main
+
+    assert main(SERVE + ["--frontier", "--json", "--price-per-gpu-hour", "2"]) == 0
+    curve = json.loads(capsys.readouterr().out)["serving_systems"]["frontier"]
+    speeds = [p["tokens_per_second_per_user"] for p in curve]
+    rates = [p["tokens_per_second_per_gpu"] for p in curve]
+    assert speeds == sorted(speeds, reverse=True)                     # a trade-off: slower users ...
+    assert all(b >= a * (1 - 1e-12) for a, b in zip(rates, rates[1:], strict=False))  # ... more per GPU
+    assert all(p["cost_per_million_output_tokens"] > 0 for p in curve)
+
+
+@pytest.mark.parametrize("extra, flag", [
+    (["--prefix-hit-rate", "1.5"], "--prefix-hit-rate"), (["--prefix-hit-rate", "-0.1"], "--prefix-hit-rate"),
+    (["--speculative", "1.0,4"], "--speculative"), (["--speculative", "0.5,0"], "--speculative"),
+    (["--speculative", "0.5"], "--speculative"), (["--block-size", "0"], "--block-size"),
+    (["--block-size", "2.5"], "--block-size"), (["--request-rate", "500"], "--request-rate"),
+    (["--weights", "fp4"], "--weights"), (["--ep", "8"], "--ep"),
+])
+def test_serve_bad_flags_exit_2_naming_the_flag(capsys, extra, flag):
+    from llmmath.cli import main
+
+    assert main(SERVE + extra) == 2
+    err = capsys.readouterr().err.strip()
+    assert flag in err and "\n" not in err and "Traceback" not in err
