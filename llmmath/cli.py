@@ -294,6 +294,8 @@ def _serve(argv: Sequence[str]) -> int:
     from .planning import serving_run
 
     args = _serve_parser().parse_args(argv)
+    if args.weights:  # the format and the peak it runs at (chapter serving-systems)
+        args.dtype, args.precision = _WEIGHTS[args.weights]
     cfg = load(args.model)
     if not math.isfinite(args.reserve_gb) or args.reserve_gb < 0:
         raise ValueError(f"--reserve-gb must be a number >= 0, got {args.reserve_gb}")
@@ -382,7 +384,7 @@ def _systems_options(p: argparse.ArgumentParser) -> None:
                    help="speculative decoding: acceptance probability ALPHA in [0, 1) and draft length GAMMA >= 1")
     g.add_argument("--weights", choices=tuple(_WEIGHTS), default=None,
                    help="weight format, with the peak tied to it: bf16; fp8 (W8A8, the FP8 peak); int8, int4 "
-                        "(W8A16, W4A16: the 16-bit peak); overrides --dtype and --precision")
+                        "(W8A16, W4A16: the 16-bit peak); sets --dtype and --precision")
     g.add_argument("--ep", type=_positive_int, default=None,
                    help="a mixture of experts served with data-parallel attention and its experts over EP GPUs "
                         "(DeepSeek's layout; --batch sequences per GPU)")
@@ -400,7 +402,7 @@ def _systems(cfg: TransformerConfig, args: argparse.Namespace) -> dict[str, Any]
         return {}
     if args.prefix_hit_rate is not None and not 0 <= args.prefix_hit_rate <= 1:
         raise ValueError(f"--prefix-hit-rate must be in [0, 1], got {args.prefix_hit_rate}")
-    dtype, precision = _WEIGHTS[args.weights] if args.weights else (args.dtype, args.precision)
+    dtype, precision = args.dtype, args.precision
     prompt = args.prompt_len or args.prompt or max(1, args.context // 2)
     output = args.output_len or args.context - prompt
     if output < 1:
