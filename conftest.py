@@ -29,3 +29,24 @@ def pytest_collectstart(collector):
     path = getattr(collector, "path", None)
     if path is not None and path.suffix == ".ipynb" and hasattr(collector, "skip_compare"):
         collector.skip_compare = tuple(collector.skip_compare) + SKIP_MIMETYPES
+
+
+def pytest_addoption(parser):
+    parser.addoption("--slow", action="store_true", default=False,
+                     help="also run the tests marked slow (a fresh virtual environment, a hostile submission "
+                          "left to time out): .ci/run runs them after the README's test command")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: minutes of work, skipped unless --slow is given (see .ci/run)")
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--slow"):
+        return
+    import pytest
+
+    skip = pytest.mark.skip(reason="slow: run with --slow (.ci/run does)")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)

@@ -12,7 +12,7 @@
     python3 dev.py bench     time a clean book build, the browser test, nbval alone and the whole
                              test run; the time to the first executed cell in the browser
     python3 dev.py lite-all  run every chapter in the book's JupyterLite edition (headless chromium,
-                             offline; several minutes): scripts/lite_test.py --all
+                             offline; a few minutes; CI's last step): scripts/lite_test.py --all
 
 Each command creates ``.venv`` and installs what it needs first (skipped when the requirement
 files have not changed since the last install). ``make book`` / ``make test`` call these.
@@ -197,7 +197,7 @@ def coursework() -> None:
 
 
 COMMANDS = {"book": book, "test": test, "execute": execute, "bench": bench, "lite-all": lite_all,
-            "student": coursework, "assign": coursework, "grade": coursework}
+            "student": coursework, "assign": coursework, "grade": coursework, "gradebook": coursework}
 
 if __name__ == "__main__":
     if len(sys.argv) < 2 or sys.argv[1] not in COMMANDS:

@@ -18,12 +18,22 @@ rebuild nor a fresh clone on the same machine downloads or compiles again):
 * the Pyodide builds of numpy, matplotlib, IPython and what they need, taken from the PyPI wheel
   named in ``bundle.json`` (it carries the release's files): each file must have the sha256 that
   the lock lists, or the build fails (:class:`BundleError`);
-* sympy, mpmath and comm as pure-Python wheels from PyPI (``pip download --require-hashes``);
+* sympy, mpmath, comm and ipywidgets from PyPI (``pip download --require-hashes``), and
+  ipywidgets' JupyterLab extension from the jupyterlab_widgets wheel; the kernel's own wheels,
+  checked against its extension's index;
 * llmmath and the ``myst_nb`` shim (``lite/myst_nb``) written into wheels here, from the sources;
 * the chapter notebooks, made for the browser (:func:`lite_notebook`): outputs cleared, a first
   cell on what differs from the book, cells tagged ``needs-torch`` (PyTorch or transformers) or
   ``not-in-browser`` (too heavy for Pyodide) replaced by one ``print`` that names the local
   command, MyST markup rendered as plain Markdown.
+
+How it starts fast: every Python file is compiled to bytecode once, in Pyodide under Node
+(:func:`compiled_in_pyodide`; Pyodide 0.27 ships sources and compiles at every import); the
+site's own ``pyodide-lock.json`` (:func:`site_lock`) lists every file it serves with its sha256,
+so the kernel preloads what it imports at start (:data:`KERNEL_PACKAGES`) and a cell loads only
+what it imports; matplotlib's font list is built once (:func:`with_fontlist`); Pyodide's folder
+is named after its files' hash and ``lite/service-worker.js`` keeps the files that never change
+in the browser (:func:`service_worker`).
 """
 
 from __future__ import annotations
@@ -67,12 +77,21 @@ def spec() -> dict:
     return json.loads((LITE_SRC / "bundle.json").read_text())
 
 
+_DIGESTS: dict[tuple[str, int, int], str] = {}
+
+
 def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+    """The file's sha256 (remembered for the same path, size and modification time: a build
+    checks the same files at several steps)."""
+    st = os.stat(path)
+    key = (os.path.abspath(path), st.st_size, st.st_mtime_ns)
+    if key not in _DIGESTS:
+        h = hashlib.sha256()
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+        _DIGESTS[key] = h.hexdigest()
+    return _DIGESTS[key]
 
 
 def _log(message: str) -> None:
@@ -199,61 +218,180 @@ const { loadPyodide } = require(core + "/pyodide.js");
   py.FS.mkdirTree("/work");
   py.FS.mount(py.FS.filesystems.NODEFS, {root: work}, "/work");
   py.runPython(`
-import compileall, os, py_compile
-for name in sorted(os.listdir("/work/src")):
-    ok = compileall.compile_dir(f"/work/src/{name}", quiet=1, workers=1, legacy=True,
-                                invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
-    assert ok, name
+import compileall, json, os, py_compile
+plan = json.load(open("/work/plan.json"))  # folder -> [the path the browser imports it from, legacy]
+for name, (ddir, legacy) in sorted(plan.items()):
+    compileall.compile_dir(f"/work/src/{name}", ddir=ddir, quiet=2, workers=1, legacy=legacy,
+                           invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
 `);
 })().catch((err) => { console.error(err); process.exit(1); });
 """
+# how a compiled archive is written (bump it when _repack changes: the cache keys include it)
+REPACK = "v3"
+SITE_PACKAGES = "/lib/python3.12/site-packages"  # where Pyodide installs a wheel; tracebacks name it
+STDLIB_ZIP = "/lib/python312.zip"  # where Pyodide mounts python_stdlib.zip
 
 
-def compiled_in_pyodide(core: Path, wheels: dict[str, Path]) -> dict[str, Path]:
-    """The pure wheels compiled by Pyodide's Python (sourceless).
+def _compile_key(core: Path, path: Path, drop_tests: bool, keep_sources: bool) -> str:
+    parts = [core.name, NODE_SCRIPT, REPACK, sha256(path), str(drop_tests), str(keep_sources)]
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
 
-    Pyodide compiles a module that has no bytecode at every import: sympy's first import takes
-    many seconds in the browser, most of it compiling. Its own packages come compiled; the PyPI
-    wheels are compiled here once, in Pyodide under Node (``npm`` brings Node), into ``.pyc``
-    files that replace the sources (as in Pyodide's own packages: smaller, and nothing to check
-    against a source's time). Cached by the wheels' sha256.
+
+def _repack(src: Path, dest: Path, drop_tests: bool, keep_sources: bool = False) -> list[str]:
+    """Zip ``src`` into ``dest`` with each compiled module's ``.pyc`` in place of its ``.py``
+    (``keep_sources``: beside it, in ``__pycache__``).
+
+    Deterministic (sorted names, fixed dates). A wheel's RECORD lists the files without hashes
+    (Pyodide does not read them; pip would). Returns the sources kept (they did not compile).
     """
-    parts = [core.name, NODE_SCRIPT, *sorted(sha256(p) for p in wheels.values())]
-    key = hashlib.sha256("".join(parts).encode()).hexdigest()[:16]
-    dest = CACHE / f"compiled-{key}"
-    if (dest / ".complete").is_file():
-        return {req: dest / p.name for req, p in wheels.items()}
+    kept, files = [], []
+    for f in sorted(src.rglob("*")):
+        rel = f.relative_to(src)
+        if not f.is_file() or f.name == "RECORD" and rel.parent.name.endswith(".dist-info"):
+            continue
+        if drop_tests and "tests" in rel.parts:
+            continue  # test suites left out, as Pyodide does with its own packages
+        if f.suffix == ".py" and not keep_sources:
+            if f.with_suffix(".pyc").is_file():
+                continue
+            kept.append(rel.as_posix())
+        files.append(f)
+    records = sorted(src.glob("*.dist-info"))
+    with zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as z:
+        names = []
+        for f in files:
+            zi = zipfile.ZipInfo(f.relative_to(src).as_posix(), date_time=(1980, 1, 1, 0, 0, 0))
+            zi.compress_type, zi.external_attr = zipfile.ZIP_DEFLATED, 0o644 << 16
+            z.writestr(zi, f.read_bytes())
+            names.append(zi.filename)
+        if records:
+            record = f"{records[0].name}/RECORD"
+            z.writestr(zipfile.ZipInfo(record, date_time=(1980, 1, 1, 0, 0, 0)),
+                       "".join(f"{name},,\n" for name in [*names, record]), zipfile.ZIP_DEFLATED)
+    return kept
+
+
+def compiled_in_pyodide(core: Path, archives: dict[str, Path], drop_tests: frozenset[str] = frozenset(),
+                        keep_sources: frozenset[str] = frozenset()) -> dict[str, Path]:
+    """The archives (wheels, or Pyodide's ``python_stdlib.zip``) compiled by Pyodide's Python.
+
+    Pyodide compiles a module that has no bytecode at every import, and its 0.27 release ships
+    sources only (its standard library and every package): in the browser, more than half of
+    the time of ``import IPython`` went to ``compile()``. Each archive is compiled here once, in
+    Pyodide under Node (``npm`` brings Node), into ``.pyc`` files that replace the sources
+    (smaller, and nothing to check against a source's time; a file that does not compile keeps
+    its source). ``drop_tests``: keys of archives whose ``tests`` folders are left out;
+    ``keep_sources``: keys of archives that keep their sources, the bytecode beside them in
+    ``__pycache__`` (llmmath: ``??`` shows a function's source in the browser too).
+    Each result is cached by the input's sha256 and checked against its recorded sha256 when reused.
+    """
+    out, todo = {}, {}
+    for key, path in archives.items():
+        folder = CACHE / "compiled" / _compile_key(core, path, key in drop_tests, key in keep_sources)
+        out[key] = folder / path.name
+        stamp = folder / ".sha256"
+        if stamp.is_file() and out[key].is_file() and sha256(out[key]) == stamp.read_text():
+            os.utime(stamp)  # in use: kept by _prune_compiled
+            continue
+        todo[key] = path
+    if not todo:
+        return out
     node = shutil.which("node")
     if node is None:
-        raise BundleError("Node.js is needed once, to compile the pure wheels in Pyodide (it comes with npm)")
-    _log(f"compiling {', '.join(wheels)} in Pyodide (once)")
-    tmp = Path(tempfile.mkdtemp(dir=CACHE))
-    for path in wheels.values():
-        with zipfile.ZipFile(path) as z:
-            z.extractall(tmp / "src" / path.stem)
-    script = tmp / "compile.js"
-    script.write_text(NODE_SCRIPT)
-    done = subprocess.run([node, str(script), str(core), str(tmp)], capture_output=True, text=True)
-    if done.returncode:
+        raise BundleError("Node.js is needed once, to compile the bundled Python in Pyodide (it comes with npm)")
+    _log(f"compiling {len(todo)} archives in Pyodide (once): {', '.join(p.name for p in todo.values())}")
+    (CACHE / "compiled").mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=CACHE / "compiled"))
+    try:
+        plan = {}
+        for i, (key, path) in enumerate(todo.items()):
+            with zipfile.ZipFile(path) as z:
+                z.extractall(tmp / "src" / str(i))
+            plan[str(i)] = [STDLIB_ZIP if path.name == "python_stdlib.zip" else SITE_PACKAGES, key not in keep_sources]
+        (tmp / "plan.json").write_text(json.dumps(plan))
+        script = tmp / "compile.js"
+        script.write_text(NODE_SCRIPT)
+        done = subprocess.run([node, str(script), str(core), str(tmp)], capture_output=True, text=True)
+        if done.returncode:
+            raise BundleError(f"compiling in Pyodide failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
+        for i, (key, path) in enumerate(todo.items()):
+            folder = out[key].parent
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir(parents=True)
+            kept = _repack(tmp / "src" / str(i), out[key], key in drop_tests, key in keep_sources)
+            if kept:
+                _log(f"{path.name}: {len(kept)} files kept as sources (they do not compile), e.g. {kept[0]}")
+            (folder / ".sha256").write_text(sha256(out[key]))
+    finally:
         shutil.rmtree(tmp, ignore_errors=True)
-        raise BundleError(f"compiling in Pyodide failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
-    for path in wheels.values():  # sourceless, as Pyodide's own packages: module.pyc for module.py
-        src = tmp / "src" / path.stem
-        files = sorted(f for f in src.rglob("*") if f.is_file() and not (
-            f.suffix == ".py" and f.with_suffix(".pyc").is_file()) and f.name != "RECORD"
-            and "tests" not in f.relative_to(src).parts)  # test suites left out, as Pyodide does
-        record = next(src.glob("*.dist-info")) / "RECORD"
-        with zipfile.ZipFile(tmp / path.name, "w", zipfile.ZIP_DEFLATED) as z:
-            for f in files:
-                z.write(f, f.relative_to(src).as_posix())
-            listed = [f.relative_to(src).as_posix() for f in files] + [record.relative_to(src).as_posix()]
-            z.writestr(listed[-1], "".join(f"{name},,\n" for name in listed))
-    shutil.rmtree(tmp / "src")
-    script.unlink()
-    (tmp / ".complete").write_text(key)
-    shutil.rmtree(dest, ignore_errors=True)
-    tmp.rename(dest)
-    return {req: dest / p.name for req, p in wheels.items()}
+    _prune_compiled()
+    return out
+
+
+def _prune_compiled(days: float = 30) -> None:
+    """Forget compiled archives no build has used for ``days`` (each llmmath edit compiles a new one)."""
+    for stamp in (CACHE / "compiled").glob("*/.sha256"):
+        if time.time() - stamp.stat().st_mtime > days * 86400:
+            shutil.rmtree(stamp.parent, ignore_errors=True)
+
+
+FONTLIST_SCRIPT = r"""
+const [index, work] = process.argv.slice(2);
+const { loadPyodide } = require(index + "/pyodide.js");
+(async () => {
+  const py = await loadPyodide({indexURL: index + "/", env: {MPLBACKEND: "agg"}});
+  py.FS.mkdirTree("/work");
+  py.FS.mount(py.FS.filesystems.NODEFS, {root: work}, "/work");
+  await py.loadPackage(["matplotlib"], {messageCallback() {}});
+  py.runPython(`
+import pathlib, shutil
+import matplotlib.font_manager as fm
+shutil.copy(pathlib.Path(fm.__file__).with_name("fontlist.json"), "/work/out/fontlist.json")
+`);
+})().catch((err) => { console.error(err); process.exit(1); });
+"""
+def with_fontlist(index: Path, wheel: Path) -> None:
+    """Put in Pyodide's matplotlib ``wheel`` (in the Pyodide folder ``index``) the font list that
+    this matplotlib writes.
+
+    matplotlib builds the list of its fonts (parsing every font file) when it is imported and the
+    list it finds (Pyodide's build keeps it in ``matplotlib/fontlist.json``) is missing or of
+    another version: Pyodide 0.27.7's wheel of matplotlib 3.8.4 carries one of version 390 where
+    3.8.4 reads 330, so the list was built at every visit (a third of ``import
+    matplotlib.pyplot`` in the browser). It is built here once, by this matplotlib under Node.
+    Cached by the wheel's sha256.
+    """
+    key = hashlib.sha256(f"{FONTLIST_SCRIPT}\0{sha256(wheel)}".encode()).hexdigest()[:16]
+    folder = CACHE / "fontlist" / key
+    if not (folder / ".complete").is_file():
+        node = shutil.which("node")
+        if node is None:
+            raise BundleError("Node.js is needed once, to build matplotlib's font list in Pyodide")
+        _log("building matplotlib's font list in Pyodide (once)")
+        (CACHE / "fontlist").mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=CACHE / "fontlist"))
+        (tmp / "out").mkdir()
+        (tmp / "fontlist.js").write_text(FONTLIST_SCRIPT)
+        done = subprocess.run([node, str(tmp / "fontlist.js"), str(index), str(tmp)], capture_output=True, text=True)
+        if done.returncode or not (tmp / "out" / "fontlist.json").is_file():
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise BundleError(f"building matplotlib's font list failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
+        (tmp / "out" / "fontlist.json").rename(tmp / "fontlist.json")
+        (tmp / "out").rmdir()
+        (tmp / "fontlist.js").unlink()
+        (tmp / ".complete").write_text(key)
+        shutil.rmtree(folder, ignore_errors=True)
+        tmp.rename(folder)
+    patched = folder / wheel.name  # the wheel with the list, kept: compressing it again takes seconds
+    if not (patched.is_file() and (folder / ".wheel").is_file() and (folder / ".wheel").read_text() == sha256(patched)):
+        fontlist = (folder / "fontlist.json").read_bytes()
+        with zipfile.ZipFile(wheel) as z:
+            entries = [(info, z.read(info)) for info in z.infolist()]
+        with zipfile.ZipFile(patched, "w", zipfile.ZIP_DEFLATED) as z:
+            for info, data in entries:
+                z.writestr(info, fontlist if info.filename == "matplotlib/fontlist.json" else data)
+        (folder / ".wheel").write_text(sha256(patched))
+    shutil.copy2(patched, wheel)
 
 
 # --------------------------------------------------------------------------- wheels made here
@@ -290,11 +428,14 @@ def _package_files(package: Path, patterns: tuple[str, ...] = ("*.py",)) -> dict
     return out
 
 
-def llmmath_wheel(dest: Path) -> Path:
-    """llmmath (the working tree's sources and package data) as a wheel."""
+def llmmath_wheel(dest: Path, requires: list[str] | None = None) -> Path:
+    """llmmath (the working tree's sources and package data) as a wheel.
+
+    It stays source (not compiled): ``llmmath.param_count??`` shows the formula in the browser too.
+    """
     version = re.search(r'^version = "([^"]+)"', (ROOT / "pyproject.toml").read_text(), re.M).group(1)
     return write_wheel(dest, "llmmath", version, _package_files(ROOT / "llmmath", ("*.py", "*.json")),
-                       ["numpy", "sympy"])
+                       ["numpy", "sympy"] if requires is None else requires)
 
 
 def shim_wheel(dest: Path) -> Path:
@@ -302,10 +443,11 @@ def shim_wheel(dest: Path) -> Path:
     return write_wheel(dest, "myst-nb", "0.0.0+lite", _package_files(LITE_SRC / "myst_nb"), [])
 
 
-def piplite_index(folder: Path) -> None:
-    """``folder/all.json``: the wheels of ``folder`` in piplite's index format (``%pip install`` works)."""
+def piplite_index(path: Path, wheels: list[Path], prefix: str = "./") -> None:
+    """``path`` (an ``all.json``): ``wheels`` in piplite's index format, each at ``prefix + name``
+    relative to the index (``%pip install`` works offline)."""
     index: dict[str, dict] = {}
-    for whl in sorted(folder.glob("*.whl")):
+    for whl in sorted(wheels, key=lambda w: w.name):
         name, version = whl.name.split("-")[:2]
         data = whl.read_bytes()
         index.setdefault(_norm(name), {"releases": {}})["releases"][version] = [{
@@ -314,8 +456,114 @@ def piplite_index(folder: Path) -> None:
             "downloads": -1, "filename": whl.name, "has_sig": False, "packagetype": "bdist_wheel",
             "python_version": "py3", "requires_python": ">=3.10", "size": len(data),
             "upload_time": "1980-01-01T00:00:00Z", "upload_time_iso_8601": "1980-01-01T00:00:00Z",
-            "url": f"./{whl.name}", "yanked": False, "yanked_reason": None}]
-    (folder / "all.json").write_text(json.dumps(index, indent=1, sort_keys=True))
+            "url": f"{prefix}{whl.name}", "yanked": False, "yanked_reason": None}]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(index, indent=1, sort_keys=True))
+
+
+# --------------------------------------------------------------------------- the lock
+# Requirements of the bundled wheels that are not Python in the browser: ipywidgets' JupyterLab
+# side (the labextension, bundled as an extension of the site) and the classic notebook's.
+JS_ONLY = frozenset({"widgetsnbextension", "jupyterlab-widgets"})
+# Imported by what of llmmath the browser never runs: the reality-check helpers (cells tagged
+# needs-torch) and the assignments' autograder (llmmath.grading).
+NOT_IN_BROWSER = frozenset({"torch", "transformers", "otter"})
+# What the kernel imports at its start (jupyterlite-pyodide-kernel's worker installs each name not
+# listed in ``loadPyodideOptions.packages`` with micropip/piplite, one after the other): all of
+# them preloaded from the lock instead. Everything else loads when a cell imports it.
+KERNEL_PACKAGES = ["micropip", "piplite", "ssl", "sqlite3", "ipykernel", "comm", "pyodide_kernel", "jedi",
+                   "ipython"]
+
+
+def wheel_metadata(path: Path) -> dict:
+    """Name, version, top-level import names and Python requirements (canonical names) of a wheel,
+    the requirements evaluated for Pyodide (Python 3.12, emscripten, no extras)."""
+    from packaging.requirements import Requirement
+
+    with zipfile.ZipFile(path) as z:
+        names = z.namelist()
+        meta_name = next(n for n in names if n.count("/") == 1 and n.endswith(".dist-info/METADATA"))
+        meta = z.read(meta_name).decode()
+    field = lambda key: [line.split(":", 1)[1].strip() for line in meta.splitlines()  # noqa: E731
+                         if line.lower().startswith(key.lower() + ":")]
+    env = {"python_version": "3.12", "python_full_version": "3.12.7", "sys_platform": "emscripten",
+           "platform_system": "Emscripten", "platform_machine": "wasm32", "os_name": "posix",
+           "implementation_name": "cpython", "platform_python_implementation": "CPython", "extra": ""}
+    requires = sorted({_norm(r.name) for r in map(Requirement, field("Requires-Dist"))
+                       if r.marker is None or r.marker.evaluate(env)})
+    imports = set()
+    for name in names:
+        top, _, rest = name.partition("/")
+        if top.endswith((".dist-info", ".data")):
+            continue
+        if rest:
+            if rest in ("__init__.py", "__init__.pyc"):
+                imports.add(top)
+        elif top.endswith((".py", ".pyc", ".so")):
+            imports.add(top.split(".")[0])
+    return {"name": _norm(field("Name")[0]), "version": field("Version")[0], "imports": sorted(imports),
+            "requires": requires}
+
+
+def package_imports(package: Path) -> set[str]:
+    """The top-level names that the modules of ``package`` import (anywhere in the code), other than
+    the standard library's and the package's own."""
+    import ast
+
+    found = set()
+    for path in package.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                found.update(a.name.split(".")[0] for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                found.add(node.module.split(".")[0])
+    return {n for n in found if n not in sys.stdlib_module_names and n != package.name and n != "__future__"}
+
+
+def site_lock(official: dict, files: dict[str, Path], own: dict[str, Path]) -> dict:
+    """The edition's ``pyodide-lock.json``: every package it bundles, each with its file's sha256.
+
+    ``files``: the lock's names of Pyodide's packages -> the files bundled for them (compiled: the
+    lock keeps Pyodide's metadata and names the new sha256); ``own``: the other wheels, whose
+    dependencies (their ``Requires-Dist``) must be packages of the lock. The browser checks each
+    file it loads against this sha256 (Pyodide fetches with subresource integrity).
+    """
+    packages = {}
+    for name, path in files.items():
+        packages[name] = dict(official["packages"][name], sha256=sha256(path))
+    metas = {p: wheel_metadata(p) for p in own.values()}
+    known = set(packages) | {m["name"] for m in metas.values()}
+    for path, meta in metas.items():
+        missing = [r for r in meta["requires"] if r not in known and r not in JS_ONLY]
+        if missing:
+            raise BundleError(f"{path.name} requires {', '.join(missing)}, which the edition does not bundle "
+                              "(lite/bundle.json)")
+        packages[meta["name"]] = {
+            "name": meta["name"], "version": meta["version"], "file_name": path.name, "install_dir": "site",
+            "sha256": sha256(path), "package_type": "package", "imports": meta["imports"],
+            "depends": [r for r in meta["requires"] if r not in JS_ONLY], "unvendored_tests": False}
+    for name, entry in packages.items():  # the lock is closed: every dependency is bundled
+        absent = [d for d in entry["depends"] if _norm(d) not in packages]
+        if absent:
+            raise BundleError(f"{name} depends on {', '.join(absent)}, which the edition does not bundle")
+    return {"info": official["info"], "packages": dict(sorted(packages.items()))}
+
+
+def llmmath_requires(by_import: dict[str, str]) -> list[str]:
+    """The packages (of the lock: ``by_import`` maps import names to them) that llmmath's modules
+    import (numpy; matplotlib and IPython for ``llmmath.plotting``; ...): loading ``llmmath`` in the
+    browser loads these with it, since Pyodide sees a cell's top-level imports only (``import
+    llmmath.plotting`` is ``llmmath``)."""
+    needed, unknown = set(), []
+    for name in sorted(package_imports(ROOT / "llmmath")):
+        if name in by_import:
+            needed.add(by_import[name])
+        elif name not in NOT_IN_BROWSER:
+            unknown.append(name)
+    if unknown:
+        raise BundleError(f"llmmath imports {', '.join(unknown)}, which the JupyterLite edition does not bundle "
+                          "(add it to lite/bundle.json, or to NOT_IN_BROWSER for a reality-check helper)")
+    return sorted(needed)
 
 
 # --------------------------------------------------------------------------- the notebooks
@@ -418,8 +666,61 @@ def _kernel_extension() -> Path:
     raise BundleError(f"{KERNEL_EXTENSION} not found: pip install jupyterlite-pyodide-kernel (requirements.txt)")
 
 
+def _federated(ext: Path) -> dict:
+    """The ``federated_extensions`` entry of a prebuilt JupyterLab extension folder."""
+    pkg = json.loads((ext / "package.json").read_text())
+    build = pkg["jupyterlab"]["_build"]
+    return {"name": pkg["name"], "load": build["load"],
+            **{k: build[k] for k in ("extension", "mimeExtension", "style") if k in build}}
+
+
+def _federated_settings(ext: Path) -> list[dict]:
+    """The settings schemas of an extension, as ``build/schemas/all_federated.json`` lists them."""
+    pkg = json.loads((ext / "package.json").read_text())
+    return [{"id": f"{pkg['name']}:{f.stem}", "raw": "{}", "schema": json.loads(f.read_text()), "settings": {},
+             "version": pkg["version"]} for f in sorted((ext / "schemas").rglob("*.json"))]
+
+
+def labextensions(wheels: dict[str, Path], dest: Path) -> list[Path]:
+    """Copy the prebuilt JupyterLab extensions inside ``wheels`` (``<name>.data/data/share/jupyter/
+    labextensions/``) into ``dest``; return their folders."""
+    found = []
+    for path in wheels.values():
+        with zipfile.ZipFile(path) as z:
+            for name in z.namelist():
+                parts = name.split("/")
+                if len(parts) > 6 and parts[0].endswith(".data") and parts[1:5] == ["data", "share", "jupyter",
+                                                                                      "labextensions"]:
+                    depth = 7 if parts[5].startswith("@") else 6
+                    target = dest.joinpath(*parts[5:])
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.write_bytes(z.read(name))
+                    folder = dest.joinpath(*parts[5:depth])
+                    if folder not in found:
+                        found.append(folder)
+    if not found:
+        raise BundleError(f"no JupyterLab extension in {', '.join(p.name for p in wheels.values())}")
+    return found
+
+
+def kernel_wheels() -> dict[str, Path]:
+    """The kernel's own wheels (piplite, pyodide-kernel, ipykernel), from its extension, each checked
+    against the sha256 that the extension's index lists."""
+    folder = _kernel_extension() / "static" / "pypi"
+    index = json.loads((folder / "all.json").read_text())
+    out = {}
+    for name in ("piplite", "pyodide-kernel", "ipykernel"):
+        [release] = [r for rs in index[name]["releases"].values() for r in rs]
+        path = folder / release["filename"]
+        if sha256(path) != release["digests"]["sha256"]:
+            raise BundleError(f"{path}: sha256 differs from the kernel extension's index")
+        out[name] = path
+    return out
+
+
 def build_site(out: Path, notebooks: list[Path], pyodide: str = "local") -> dict[str, float]:
-    """Write the JupyterLite site into ``out`` (emptied first); return sizes in MB by part.
+    """Write the JupyterLite site into ``out`` (emptied first); return sizes in MB by part (the
+    total; Pyodide's core files, its packages and the other packages; the app; the notebooks).
 
     ``pyodide`` is ``"local"`` (Pyodide and its packages in the site: works offline) or ``"cdn"``.
     """
@@ -437,35 +738,61 @@ def build_site(out: Path, notebooks: list[Path], pyodide: str = "local") -> dict
     _copy_tree(_app_source(), out)  # the app: notebooks, tree, lab, edit and the shared build/
     ext = _kernel_extension()
     _copy_tree(ext, out / "extensions" / KERNEL_EXTENSION)
-    ext_pkg = json.loads((ext / "package.json").read_text())
-    build = ext_pkg["jupyterlab"]["_build"]
-    federated = [{"name": ext_pkg["name"], "load": build["load"],
-                  **{k: build[k] for k in ("extension", "mimeExtension", "style") if k in build}}]
+    extensions = [out / "extensions" / KERNEL_EXTENSION]
+    extensions += labextensions(pip_wheels(s["labextension_wheels"]), out / "extensions")
+    federated = [_federated(e) for e in extensions]
 
-    names = list(s["pyodide_packages"])
-    pypi = out / "pypi"  # wheels installed at start (by URL) and offered to %pip
-    pypi.mkdir(parents=True)
-    own = [llmmath_wheel(pypi), shim_wheel(pypi)]
+    # What Python runs in the browser, compiled in Pyodide (once per version: cached): Pyodide's
+    # standard library and packages (local mode), the wheels of PyPI (sympy and mpmath as the book
+    # pins them, Pyodide's sympy being older; comm; ipywidgets) and the kernel's; llmmath and the
+    # shim keep their sources beside the bytecode.
+    archives: dict[str, Path] = {**wheels, **kernel_wheels()}
+    closure = lock_closure(lock, s["pyodide_packages"])
+    by_import = {i: n for n in closure for i in lock["packages"][n]["imports"]}
+    by_import |= {i: m["name"] for p in archives.values() for m in [wheel_metadata(p)] for i in m["imports"]}
     if pyodide == "local":
-        folder, files = pyodide_packages(s, lock)
+        folder, names = pyodide_packages(s, lock)
+        by_file = {lock["packages"][n]["file_name"]: n for n in closure}
+        pyodide_files = {by_file[f]: folder / f for f in names}
+        archives |= {"python_stdlib.zip": core / "python_stdlib.zip", **pyodide_files}
+    tmp = Path(tempfile.mkdtemp())
+    try:
+        archives["llmmath"] = llmmath_wheel(tmp, llmmath_requires(by_import))
+        archives["myst-nb"] = shim_wheel(tmp)
+        sympy_like = frozenset(r for r in wheels if r.split("==")[0] in ("sympy", "mpmath"))
+        built = compiled_in_pyodide(core, archives, drop_tests=sympy_like,
+                                    keep_sources=frozenset({"llmmath", "myst-nb"}))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    own_keys = [*wheels, *kernel_wheels(), "llmmath", "myst-nb"]
+    if pyodide == "local":
         static = out / "static" / "pyodide"
         static.mkdir(parents=True)
         for name in s["pyodide"]["core_files"]:
-            shutil.copy2(core / name, static / name)
-        for name in files:
-            shutil.copy2(folder / name, static / name)
-        pyodide_url = "./static/pyodide/pyodide.js"
-    else:
-        pyodide_url = s["pyodide"]["cdn_url"] + "pyodide.js"
-    # sympy and mpmath as the book pins them (Pyodide's own sympy is older), compiled
-    pure = {r: p for r, p in wheels.items() if not r.startswith("comm==")}
-    for path in compiled_in_pyodide(core, pure).values():
-        shutil.copy2(path, pypi / path.name)
-        own.append(pypi / path.name)
-    comm = next(p for r, p in wheels.items() if r.startswith("comm=="))  # the kernel installs it (piplite)
-    shutil.copy2(comm, pypi / comm.name)
-    piplite_index(pypi)
-    urls = [f"{WORKER_TO_LITE}pypi/{p.name}" for p in own]
+            if name != "pyodide-lock.json":
+                shutil.copy2(built.get(name, core / name), static / name)
+        for path in built.values():
+            shutil.copy2(path, static / path.name)
+        files_ = {n: static / p.name for n, p in pyodide_files.items()}
+        own_ = {k: static / built[k].name for k in own_keys}
+        (static / "pyodide-lock.json").write_text(json.dumps(site_lock(lock, files_, own_), indent=1))
+        with_fontlist(static, files_["matplotlib"])
+        site = site_lock(lock, files_, own_)
+        (static / "pyodide-lock.json").write_text(json.dumps(site, indent=1, sort_keys=True))
+        # the folder is named after its files' sha256: what is under it never changes (service worker)
+        static = static.rename(static.with_name(f"pyodide-{folder_version(static)}"))
+        piplite_index(out / "pypi" / "all.json", [static / built[k].name for k in own_keys],
+                      f"../static/{static.name}/")
+        kernel = {"pyodideUrl": f"./static/{static.name}/pyodide.js",
+                  "loadPyodideOptions": {"packages": KERNEL_PACKAGES}}
+    else:  # Pyodide's lock on the CDN: the own wheels by URL, at start (the kernel installs its own)
+        pypi = out / "pypi"
+        pypi.mkdir(parents=True)
+        own_paths = [Path(shutil.copy2(built[k], pypi / built[k].name)) for k in [*wheels, "llmmath", "myst-nb"]]
+        piplite_index(pypi / "all.json", own_paths)
+        urls = [f"{WORKER_TO_LITE}pypi/{p.name}" for p in own_paths]
+        kernel = {"pyodideUrl": s["pyodide"]["cdn_url"] + "pyodide.js",
+                  "loadPyodideOptions": {"packages": list(s["pyodide_packages"]) + urls}}
 
     config_path = out / "jupyter-lite.json"
     config = json.loads(config_path.read_text())
@@ -476,10 +803,9 @@ def build_site(out: Path, notebooks: list[Path], pyodide: str = "local") -> dict
         "federated_extensions": federated,
         "fullLabextensionsUrl": "./extensions",
         "litePluginSettings": {f"{KERNEL_EXTENSION}:kernel": {
-            "pyodideUrl": pyodide_url,
             "disablePyPIFallback": True,
             "pipliteUrls": [f"./extensions/{KERNEL_EXTENSION}/static/pypi/all.json", "./pypi/all.json"],
-            "loadPyodideOptions": {"packages": names + urls},
+            **kernel,
         }},
     })
     config_path.write_text(json.dumps(config, indent=2))
@@ -488,12 +814,15 @@ def build_site(out: Path, notebooks: list[Path], pyodide: str = "local") -> dict
     (translations / "all.json").write_text(json.dumps(
         {"data": {"en": {"displayName": "English", "nativeName": "English"}}, "message": ""}))
     (translations / "en.json").write_text(json.dumps({"data": {}, "message": ""}))
-    (out / "build" / "schemas" / "all_federated.json").write_text("[]")  # the kernel has no settings schema
+    (out / "build" / "schemas" / "all_federated.json").write_text(json.dumps(
+        [setting for e in extensions for setting in _federated_settings(e)]))
     favicons = out / "static" / "favicons"  # the notebook app swaps these while the kernel is busy
     favicons.mkdir(parents=True, exist_ok=True)
     for name in ("favicon", "favicon-busy-1", "favicon-busy-2", "favicon-busy-3", "favicon-file",
                  "favicon-notebook", "favicon-terminal"):
         shutil.copy2(out / "notebooks" / "favicon.ico", favicons / f"{name}.ico")
+
+    service_worker(out)
 
     files = out / "files"
     files.mkdir()
@@ -507,8 +836,41 @@ def build_site(out: Path, notebooks: list[Path], pyodide: str = "local") -> dict
     def mb(*parts: str) -> float:
         return sum(f.stat().st_size for p in parts for f in (out / p).rglob("*") if f.is_file()) / 1e6
 
-    return {"total": mb("."), "pyodide": mb("static") if (out / "static").exists() else 0.0,
-            "app": mb("build", *APPS, "extensions"), "wheels": mb("pypi"), "notebooks": mb("files")}
+    sizes = {"total": mb("."), "app": mb("build", *APPS, "extensions"), "notebooks": mb("files"),
+             "core": 0.0, "pyodide_packages": 0.0, "own_packages": mb("pypi")}
+    if pyodide == "local":  # Pyodide's folder: its core, its packages (compiled), the others
+        files = {p.name: p.stat().st_size / 1e6 for p in static.iterdir()}
+        pyodide_names = {lock["packages"][n]["file_name"] for n in pyodide_files}
+        sizes["core"] = sum(v for k, v in files.items() if k in s["pyodide"]["core_files"])
+        sizes["pyodide_packages"] = sum(v for k, v in files.items() if k in pyodide_names)
+        sizes["own_packages"] = sum(files.values()) - sizes["core"] - sizes["pyodide_packages"]
+    return sizes
+
+
+# --------------------------------------------------------------------------- the browser's cache
+# The paths (under lite/) that never change: Pyodide's folder, named after a hash of its files, and
+# the app's bundles, which carry a content hash in their names (webpack's). lite/service-worker.js
+# keeps these in the browser's Cache Storage.
+IMMUTABLE = r"/(static/pyodide-[0-9a-f]{12}/[^/]+|[^/]+\.[0-9a-f]{7,}\.[a-z0-9]+)$"
+
+
+def folder_version(folder: Path) -> str:
+    """12 hex digits of a sha256 over the names and sha256 of every file in ``folder``."""
+    parts = [f"{f.relative_to(folder).as_posix()} {sha256(f)}\n" for f in sorted(folder.rglob("*")) if f.is_file()]
+    return hashlib.sha256("".join(parts).encode()).hexdigest()[:12]
+
+
+def service_worker(out: Path) -> str:
+    """Write ``lite/service-worker.js`` (the app's, with a cache of the immutable files) into the
+    site ``out``; return its version (a hash of every file it caches)."""
+    pattern = re.compile(IMMUTABLE)
+    kept = [f for f in sorted(out.rglob("*")) if f.is_file() and pattern.search("/" + f.relative_to(out).as_posix())]
+    version = hashlib.sha256("".join(f"{f.relative_to(out).as_posix()} {sha256(f)}\n" for f in kept).encode()
+                             ).hexdigest()[:16]
+    template = (LITE_SRC / "service-worker.js").read_text()
+    (out / "service-worker.js").write_text(template.replace("__LLMMATH_VERSION__", version)
+                                           .replace("__LLMMATH_IMMUTABLE__", json.dumps(IMMUTABLE)))
+    return version
 
 
 # --------------------------------------------------------------------------- Sphinx
@@ -552,9 +914,9 @@ def _build(app, exception: Exception | None) -> None:
         sizes = build_site(Path(app.outdir) / "lite", notebooks, app.config.llmmath_lite_pyodide)
     except (BundleError, subprocess.CalledProcessError) as err:
         raise ExtensionError(f"jupyterlite_bundle: {err}") from err
-    _log(f"JupyterLite edition: {len(notebooks)} notebooks, {sizes['total']:.1f} MB "
-         f"(Pyodide {sizes['pyodide']:.1f}, app {sizes['app']:.1f}, wheels {sizes['wheels']:.1f}); "
-         f"{time.perf_counter() - t0:.1f} s")
+    _log(f"JupyterLite edition: {len(notebooks)} notebooks, {sizes['total']:.1f} MB (Pyodide's core "
+         f"{sizes['core']:.1f}, its packages {sizes['pyodide_packages']:.1f}, the others {sizes['own_packages']:.1f}, "
+         f"the app {sizes['app']:.1f}, the notebooks {sizes['notebooks']:.1f}); {time.perf_counter() - t0:.1f} s")
 
 
 def setup(app) -> dict[str, object]:

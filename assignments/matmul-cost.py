@@ -24,10 +24,9 @@ b, s, h, f = 1, 2048, cfg.hidden_size, cfg.ffn_size
 mlp_flops = llmmath.batched_matmul_flops([b], s, h, f) + llmmath.batched_matmul_flops([b], s, f, h)  # SOLUTION
 
 # %% matmul-cost-ex-count
-# BEGIN SOLUTION NO PROMPT
-
-
 def zero_acc_matmul(a, b):
+    """Return (the product of the nested lists a and b, the number of FLOPs performed)."""
+    # BEGIN SOLUTION
     m, n, p = len(a), len(b), len(b[0])
     flops = 0
     out = [[0.0] * p for _ in range(m)]
@@ -39,9 +38,9 @@ def zero_acc_matmul(a, b):
                 flops += 2  # one multiplication, one addition
             out[i][j] = acc
     return out, flops
+    # END SOLUTION
 
 
-# END SOLUTION
 naive_saving = 3 * 4  # SOLUTION
 
 # %% matmul-cost-ex-chain
@@ -94,7 +93,7 @@ def first_compute_bound(gpu, precision, beta, n=8192, p=28672):
 
 
 # END SOLUTION
-intensity_b1 = llmmath.arithmetic_intensity(1, 8192, 28672, 2)  # SOLUTION
+intensity_b64 = llmmath.arithmetic_intensity(64, 8192, 28672, 2)  # SOLUTION
 batch_h100 = first_compute_bound("H100", "bf16_tensor", 2)  # SOLUTION
 batch_mi300x = first_compute_bound("MI300X", "bf16_tensor", 2)  # SOLUTION
 batch_h100_fp8 = first_compute_bound("H100", "fp8_tensor", 1)  # SOLUTION

@@ -38,8 +38,8 @@ gqa_factor = mha / llmmath.kv_cache_bytes(l70, 1, 4096)  # SOLUTION
 l7 = llmmath.preset("llama2-7b")
 opts = dict(dropout=False, implementation="hf-llama")
 # END SOLUTION
-eager_gb = llmmath.activation_bytes(l7, 1, 4096, **opts)["total"] / 1e9  # SOLUTION
-fused_gb = llmmath.activation_bytes(l7, 1, 4096, flash_attention=True, **opts)["total"] / 1e9  # SOLUTION
+eager_gb = llmmath.activation_bytes(l7, 1, 2048, **opts)["total"] / 1e9  # SOLUTION
+fused_gb = llmmath.activation_bytes(l7, 1, 2048, flash_attention=True, **opts)["total"] / 1e9  # SOLUTION
 
 # %% mem-ex-recompute
 # BEGIN SOLUTION NO PROMPT

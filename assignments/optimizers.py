@@ -28,8 +28,8 @@ def uncorrected(beta2):
 
 
 # END SOLUTION
-t1_0999 = float(uncorrected(0.999)[0])  # SOLUTION
-max_0999 = float(uncorrected(0.999).max())  # SOLUTION
+t1_095 = float(uncorrected(0.95)[0])  # SOLUTION
+max_099 = float(uncorrected(0.99).max())  # SOLUTION
 max_095 = float(uncorrected(0.95).max())  # SOLUTION
 
 # %% optim-ex-hb-stability
@@ -84,7 +84,7 @@ def bound(beta1, beta2):
 
 
 # END SOLUTION
-horizon_095 = 1 / (1 - 0.95)  # SOLUTION
-bound_095 = bound(0.9, 0.95)  # SOLUTION
-bound_0999 = bound(0.9, 0.999)  # SOLUTION
-growth_0999 = 0.999 / 0.9  # SOLUTION
+horizon_098 = 1 / (1 - 0.98)  # SOLUTION
+bound_098 = bound(0.9, 0.98)  # SOLUTION
+bound_09999 = bound(0.9, 0.9999)  # SOLUTION
+growth_09999 = 0.9999 / 0.9  # SOLUTION

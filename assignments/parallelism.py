@@ -14,15 +14,15 @@ ar_bytes = llmmath.collective_bytes("all_reduce", 64, grads)  # SOLUTION
 ar_seconds = llmmath.collective_seconds("all_reduce", 64, grads, "H100")  # SOLUTION
 
 # %% parallelism-ex-hide
-hide_tokens_zero1 = llmmath.dp_hiding_tokens(7e9, "B200", zero_stage=1)  # SOLUTION
-hide_tokens_zero3 = llmmath.dp_hiding_tokens(7e9, "B200", zero_stage=3)  # SOLUTION
+hide_tokens_zero1 = llmmath.dp_hiding_tokens(7e9, "B200", zero_stage=1, precision="fp8_tensor")  # SOLUTION
+hide_tokens_zero3 = llmmath.dp_hiding_tokens(7e9, "B200", zero_stage=3, precision="fp8_tensor")  # SOLUTION
 
 # %% parallelism-ex-tp
 # BEGIN SOLUTION NO PROMPT
-h70 = llmmath.preset("llama-3-70b").hidden_size
+h405 = llmmath.preset("llama-3.1-405b").hidden_size
 # END SOLUTION
-tp_ratio_nvlink = llmmath.tp_comm_compute_ratio(h70, 8, "H100")  # SOLUTION
-tp_ratio_ib = llmmath.tp_comm_compute_ratio(h70, 8, "H100", link="scale_out")  # SOLUTION
+tp_ratio_nvlink = llmmath.tp_comm_compute_ratio(h405, 8, "H100")  # SOLUTION
+tp_ratio_ib = llmmath.tp_comm_compute_ratio(h405, 8, "H100", link="scale_out")  # SOLUTION
 
 # %% parallelism-ex-bubble
 # BEGIN SOLUTION NO PROMPT

@@ -95,7 +95,7 @@ active_all_sparse = llmmath.active_param_count(all_sparse)  # SOLUTION
 
 # %% params-ex-qknorm
 # BEGIN SOLUTION NO PROMPT
-qwen3, olmo2 = llmmath.preset("qwen3-32b"), llmmath.preset("olmo-2-13b")
+qwen3, olmo2 = llmmath.preset("qwen3-235b-a22b"), llmmath.preset("olmo-2-13b")
 # END SOLUTION
 qwen3_qk = qwen3.n_layers * 2 * qwen3.head_dim  # SOLUTION
 olmo2_qk = olmo2.n_layers * (olmo2.q_dim + olmo2.kv_dim)  # SOLUTION

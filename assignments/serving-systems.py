@@ -47,8 +47,8 @@ full = 1000 // 16  # full prompt blocks, shared
 per_sample = -(-(1000 + 200 - 1) // 16)  # blocks of one sample's cache
 per_token = llmmath.kv_bytes(llmmath.preset("llama-3-8b"), 1, 1)  # bytes of one cached token
 # END SOLUTION
-shared_blocks = full + 4 * (per_sample - full)  # SOLUTION
-unshared_blocks = 4 * per_sample  # SOLUTION
+shared_blocks = full + 5 * (per_sample - full)  # SOLUTION
+unshared_blocks = 5 * per_sample  # SOLUTION
 saved_mb = (unshared_blocks - shared_blocks) * 16 * per_token / 1e6  # SOLUTION
 
 # %% sys-ex-spec
@@ -67,7 +67,7 @@ implied_cost_090 = (1 + 0.9) / 1.8  # SOLUTION
 
 # %% sys-ex-quant
 # BEGIN SOLUTION NO PROMPT
-bits3 = 3 + (16 + 3) / 64
+bits3 = 3 + (16 + 3) / 32
 # END SOLUTION
 bits = bits3  # SOLUTION
 crit_h100 = llmmath.gpu_peak_flops("H100") * bits3 / 8 / (2 * llmmath.GPUS["H100"].memory_bandwidth)  # SOLUTION
@@ -75,8 +75,8 @@ crit_mi300x = llmmath.gpu_peak_flops("MI300X") * bits3 / 8 / (2 * llmmath.GPUS["
 
 # %% sys-ex-moe
 # BEGIN SOLUTION NO PROMPT
-qwen, h100 = llmmath.preset("qwen3-235b-a22b"), llmmath.GPUS["H100"]
-ridge_half = h100.peak_flops["fp8_tensor"] * 1 / (2 * h100.memory_bandwidth)  # 1-byte weights
+qwen, h200 = llmmath.preset("qwen3-235b-a22b"), llmmath.GPUS["H200"]
+ridge_half = h200.peak_flops["fp8_tensor"] * 1 / (2 * h200.memory_bandwidth)  # 1-byte weights
 # END SOLUTION
 t_star = qwen.n_experts / qwen.experts_per_token * ridge_half  # SOLUTION
 per_gpu_16 = t_star / 16  # SOLUTION

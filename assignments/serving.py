@@ -8,8 +8,8 @@ import llmmath
 
 # %% serving-ex-kv
 # BEGIN SOLUTION NO PROMPT
-mha, gqa = llmmath.preset("llama-65b"), llmmath.preset("llama2-70b")
-# per token and layer: 2 a_kv d values of 2 bytes; GQA keeps a_kv = 8 of the 64 heads
+mha, gqa = llmmath.preset("llama2-7b"), llmmath.preset("qwen2.5-7b")
+# per token and layer: 2 a_kv d values of 2 bytes; the two models differ in depth too
 # END SOLUTION
 kv_mha_token = llmmath.kv_bytes(mha, 1, 1)  # SOLUTION
 kv_gqa_token = llmmath.kv_bytes(gqa, 1, 1)  # SOLUTION
@@ -29,49 +29,53 @@ dec_approx_error = approx / step - 1  # SOLUTION
 
 # %% serving-ex-critical
 # BEGIN SOLUTION NO PROMPT
-cfg = llmmath.preset("llama-3-8b")
+cfg = llmmath.preset("qwen2.5-7b")
+# b*_w: the weight products alone, whatever the context; b*_step: the whole step, cache included
 # END SOLUTION
-crit_h100 = llmmath.critical_batch(cfg, 1, "H100")  # SOLUTION
-crit_h200 = llmmath.critical_batch(cfg, 1, "H200")  # SOLUTION
-crit_h100_int8 = llmmath.critical_batch(cfg, 1, "H100", dtype="int8")  # SOLUTION
+crit_w_bf16 = llmmath.weight_critical_batch(cfg, "H200")  # SOLUTION
+crit_w_int8 = llmmath.weight_critical_batch(cfg, "H200", dtype="int8")  # SOLUTION
+crit_step_512 = llmmath.step_critical_batch(cfg, 512, "H200")  # SOLUTION
+crit_step_1k = llmmath.step_critical_batch(cfg, 1024, "H200")  # SOLUTION
 
 # %% serving-ex-capacity
 # BEGIN SOLUTION NO PROMPT
-cfg = llmmath.preset("llama-3-70b")
-kw = dict(reserve_bytes=8 * 10**9, tp=8)
+cfg = llmmath.preset("qwen2.5-72b")
+# the memory the driver reports, less vLLM's default reserve (10% of it), unless reserve_bytes is given
 # END SOLUTION
-cap_bf16 = llmmath.max_decode_batch(cfg, 8192, "H100", **kw)  # SOLUTION
-cap_fp8 = llmmath.max_decode_batch(cfg, 8192, "H100", kv_dtype="fp8", **kw)  # SOLUTION
-cap_fp8_32k = llmmath.max_decode_batch(cfg, 32768, "H100", kv_dtype="fp8", **kw)  # SOLUTION
+cap_bf16 = llmmath.max_decode_batch(cfg, 3072, "H100", tp=4)  # SOLUTION
+cap_fp8 = llmmath.max_decode_batch(cfg, 3072, "H100", tp=4, kv_dtype="fp8")  # SOLUTION
+cap_fp8_no_reserve = llmmath.max_decode_batch(cfg, 3072, "H100", tp=4, kv_dtype="fp8", reserve_bytes=0)  # SOLUTION
 
 # %% serving-ex-experts
 # BEGIN SOLUTION NO PROMPT
-cfg = llmmath.preset("mixtral-8x7b")
-# a token misses an expert with probability 1 - k/E = 3/4, four tokens with (3/4)^4
+cfg = llmmath.preset("mixtral-8x22b")
+# a token misses an expert with probability 1 - k/E = 3/4, five tokens with (3/4)^5
 # END SOLUTION
-moe_expected_4 = cfg.n_experts * (1 - (1 - cfg.experts_per_token / cfg.n_experts) ** 4)  # SOLUTION
+moe_expected_5 = cfg.n_experts * (1 - (1 - cfg.experts_per_token / cfg.n_experts) ** 5)  # SOLUTION
 moe_gb_b1 = llmmath.forward_weight_bytes(cfg, 1, 1) / 1e9  # SOLUTION
-moe_gb_b4 = llmmath.forward_weight_bytes(cfg, 4, 1) / 1e9  # SOLUTION
+moe_gb_b5 = llmmath.forward_weight_bytes(cfg, 5, 1) / 1e9  # SOLUTION
 
 # %% serving-ex-mla
 # BEGIN SOLUTION NO PROMPT
 cfg = llmmath.preset("deepseek-v3")
 # END SOLUTION
-mla_ratio = llmmath.decode_flops(cfg, 1, 32768, mla="transformers") / llmmath.decode_flops(cfg, 1, 32768)  # SOLUTION
+mla_ratio = llmmath.decode_flops(cfg, 1, 4096, mla="transformers") / llmmath.decode_flops(cfg, 1, 4096)  # SOLUTION
 
 # %% serving-ex-tp
 # BEGIN SOLUTION NO PROMPT
 cfg = llmmath.preset("llama-3-8b")
 
 
-def best_tp(algo):
-    times = {t: llmmath.tp_decode_step_seconds(cfg, 1, 4096, "H100", t, allreduce=algo) for t in (1, 2, 4, 8)}
-    return min(times, key=times.get)
+def bounds(algo):
+    return {t: llmmath.tp_decode_step_seconds(cfg, 1, 4096, "A100", t, allreduce=algo) for t in (1, 2, 4, 8)}
 
 
+ring, one_shot = bounds("ring"), bounds("one-shot")
 # END SOLUTION
-tp_best_ring = best_tp("ring")  # SOLUTION
-tp_best_one_shot = best_tp("one-shot")  # SOLUTION
+tp_best_ring = min(ring, key=ring.get)  # SOLUTION
+tp_best_one_shot = min(one_shot, key=one_shot.get)  # SOLUTION
+tp_ring_ms = min(ring.values()) * 1e3  # SOLUTION
+tp_one_shot_ms = min(one_shot.values()) * 1e3  # SOLUTION
 
 # %% serving-ex-prefill
 # BEGIN SOLUTION NO PROMPT
@@ -87,5 +91,8 @@ prefill_s_star = s  # SOLUTION
 # BEGIN SOLUTION NO PROMPT
 cfg = llmmath.preset("llama-3-8b")
 bd = llmmath.decode_flops_breakdown(cfg, 1, 4096)
+lite = llmmath.preset("deepseek-v2-lite")
+bd_lite = llmmath.decode_flops_breakdown(lite, 1, 4096)  # absorbed MLA: attention in the latent space
 # END SOLUTION
 gqa_flops_per_byte = (bd["attn_scores"] + bd["attn_values"]) / llmmath.kv_bytes(cfg, 1, 4097)  # SOLUTION
+mla_flops_per_byte = (bd_lite["attn_scores"] + bd_lite["attn_values"]) / llmmath.kv_bytes(lite, 1, 4097)  # SOLUTION

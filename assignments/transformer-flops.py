@@ -14,7 +14,7 @@ l7 = llmmath.preset("llama2-7b")
 bd = llmmath.flops_breakdown(l7, 1, 4096)
 # END SOLUTION
 forward_flops = sum(bd.values())  # SOLUTION
-ratio_2n = forward_flops / 4096 / (2 * llmmath.param_count(l7))  # SOLUTION
+excess_2n = forward_flops // 4096 - 2 * llmmath.param_count(l7)  # SOLUTION
 attention_share = (bd["attn_scores"] + bd["attn_values"]) / forward_flops  # SOLUTION
 
 # %% flops-ex-gqa
@@ -61,7 +61,6 @@ fraction_window = pairs / 8192**2  # SOLUTION
 # BEGIN SOLUTION NO PROMPT
 ds3 = llmmath.preset("deepseek-v3")
 bd = llmmath.flops_breakdown(ds3, 1, 4096)
-c_token = llmmath.training_flops_per_token(ds3, seq=4096)
 # END SOLUTION
-ratio_active = c_token / (6 * llmmath.active_param_count(ds3))  # SOLUTION
-ds_attention_share = (bd["attn_scores"] + bd["attn_values"]) / sum(bd.values())  # SOLUTION
+flops_per_token = llmmath.training_flops(ds3, 1, 4096) // 4096  # SOLUTION
+attention_per_token = (bd["attn_scores"] + bd["attn_values"]) // 4096  # SOLUTION

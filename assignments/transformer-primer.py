@@ -42,7 +42,7 @@ tables_share = (50257 + 1024) * 1024 / llmmath.param_count(medium)  # SOLUTION
 # BEGIN SOLUTION NO PROMPT
 L, a_kv, d_head, b, n, q = 80, 8, 128, 8, 8192, 2
 # END SOLUTION
-values_per_token_layer = 2 * a_kv * d_head  # SOLUTION
+values_per_token = 2 * L * a_kv * d_head  # SOLUTION
 cache_bytes = 2 * b * n * L * a_kv * d_head * q  # SOLUTION
 cache_bytes_mha = 2 * b * n * L * 64 * d_head * q  # SOLUTION
 

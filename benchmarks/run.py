@@ -1,8 +1,12 @@
-"""Time a clean book build, the browser test, nbval alone and the whole test run.
+"""Time a clean book build, the browser test, the JupyterLite edition's start, nbval alone, the
+whole test run and every chapter in the browser.
 
 The browser test runs a chapter in the book's JupyterLite edition too: the bench prints the time
 from opening it to the result of its first code cell (Pyodide's start, the packages' loading and
-the imports included) and the time to run all its cells after that.
+the imports included) and the time to run all its cells after that. Then it opens matmul-cost
+twice in one fresh browser profile (``scripts/lite_test.py --visits 2``): cold (a first visit)
+and warm (a return visit), each split into the app's start, the kernel's start, the first cell's
+packages and running it, with the bytes the server sent and the browser's CPU seconds.
 
 Run with ``python3 dev.py bench``. Prints seconds; the budgets (2 cores, installs excluded) are a
 clean build <= 60 s and the whole test run <= 150 s (``dev.py test`` runs the book build and the
@@ -26,6 +30,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 BUDGETS = {"clean book build": 60.0, "whole test run": 150.0}
+LITE_CHAPTER = "matmul-cost"  # opened cold and warm in the JupyterLite edition
+LITE_GOALS = {"cold": 8.0, "warm": 4.0}  # seconds to its first executed cell, idle machine (issue 29)
 PYTEST = [str(BIN / "python"), "-m", "pytest", "-q", "-n", "2", "--dist", "loadscope",
           "--nbval-current-env", "--nbval-sanitize-with", "tests/nbval_sanitize.cfg",
           "-p", "no:cacheprovider"]
@@ -41,7 +47,7 @@ def timed(label: str, cmd: list[str], before=None) -> float:
     status = "ok" if result.returncode == 0 else f"FAILED (exit {result.returncode})"
     budget = BUDGETS.get(label)
     note = f" (budget {budget:.0f} s)" if budget else ""
-    print(f"{label:<20} {seconds:7.1f} s  {status}{note}", flush=True)
+    print(f"{label:<28} {seconds:7.1f} s  {status}{note}", flush=True)
     return seconds
 
 
@@ -70,14 +76,28 @@ def main() -> int:
             lite = Path(tmp) / "lite.json"
             timed("browser test", [str(BIN / "python"), "scripts/browser_test.py", "--lite-json", str(lite)])
             for r in json.loads(lite.read_text()) if lite.is_file() else []:
-                print(f"{'  in the browser':<20} {r['first']:7.1f} s  to the first executed cell of {r['slug']} "
+                print(f"{'  in the browser':<28} {r['first']:7.1f} s  to the first executed cell of {r['slug']} "
                       f"(kernel ready {r['kernel']:.1f} s); all {r['cells']} code cells {r['all']:.1f} s more",
                       flush=True)
+            visits = Path(tmp) / "visits.json"
+            print(f"load average {os.getloadavg()[0]:.1f}", flush=True)
+            timed("lite cold + warm", [str(BIN / "python"), "scripts/lite_test.py", "--visits", "2", "--json",
+                                       str(visits), LITE_CHAPTER])
+            for r in json.loads(visits.read_text()) if visits.is_file() else []:
+                print(f"{'  ' + r['visit']:<28} {r['first']:7.1f} s  to the first executed cell of {r['slug']} "
+                      f"(goal {LITE_GOALS[r['visit']]:.0f} s): app {r['app']:.1f}, kernel start "
+                      f"{r['kernel_start']:.1f}, the cell's packages {r['packages']:.1f}, running it {r['run']:.1f}; "
+                      f"{r['mb']:.1f} MB from the server ({r['server_requests']} requests); "
+                      f"browser CPU {r['cpu_first']:.1f} s", flush=True)
+            print(f"load average {os.getloadavg()[0]:.1f}", flush=True)
     else:
         print("browser test: skipped (/usr/bin/chromium missing: python3 dev.py test installs it)")
     timed("nbval alone", PYTEST + ["--nbval", "chapters"])
     timed("package tests", PYTEST + ["tests"])
     timed("whole test run", [sys.executable, str(ROOT / "dev.py"), "test"])
+    if Path("/usr/bin/chromium").is_file():  # CI's second step (.ci/run), on the book just built
+        timed("every chapter in the browser", [str(BIN / "python"), "scripts/lite_test.py", "--all"])
+    print(f"load average {os.getloadavg()[0]:.1f}")
     return 0
 
 

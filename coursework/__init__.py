@@ -5,5 +5,10 @@
     python -m coursework student --no-html  ... only the notebooks
     python -m coursework student --allow-warnings   ... do not fail on Sphinx warnings
     python -m coursework assign [SLUG ...]  otter assignments -> _build/assignments/<slug>/
-    python -m coursework grade SLUG FILE... grade submitted notebooks with otter (no Docker)
+                                            (fails on a wrong reference answer or an answer leak)
+    python -m coursework grade SLUG SUBMISSION_OR_FOLDER ... [--roster CSV] [--out DIR] [--force]
+                                            [--timeout S] [--memory GB] [--docker]
+                                            grade, each submission sandboxed -> grading/<slug>/
+                                            (results per student, hand-graded answers, gradebook.csv)
+    python -m coursework gradebook SLUG     rebuild grading/<slug>/gradebook.csv (after hand grading)
 """

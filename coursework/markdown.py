@@ -128,20 +128,146 @@ def _format_glued(text: str, spec: str) -> str:
 
 
 class _Context:
-    """What the renderer knows about the whole notebook: section titles, equation numbers."""
+    """What the renderer knows about the whole notebook: section titles, equation numbers, and
+    (``chapter`` given) the book's numbering of every chapter, section, equation and figure."""
 
-    def __init__(self, sections: dict[str, str], equations: dict[str, int], glued: dict[str, str]):
+    def __init__(self, sections: dict[str, str], equations: dict[str, int], glued: dict[str, str],
+                 chapter: str | None = None):
         self.sections, self.equations, self.glued = sections, equations, glued
+        self.chapter = chapter
+        self.book = book_index() if chapter is not None else {}
         self.exercise = 0
 
 
-def notebook_context(sources: list[str], glued: dict[str, str] | None = None) -> _Context:
-    """Collect the labels of ``sources`` (the markdown of one notebook, in order)."""
+def notebook_context(sources: list[str], glued: dict[str, str] | None = None, chapter: str | None = None) -> _Context:
+    """Collect the labels of ``sources`` (the markdown of one notebook, in order). With ``chapter``
+    (its slug), cross-references use the book's numbers: "section 9.3 (*title*)", "(9.5)",
+    "Figure 6.2", and name the chapter when the target is in another one."""
     text = "\n".join(sources)
     sections = {m.group(1): m.group(2).strip()
                 for m in re.finditer(r"^\(([\w.:-]+)\)=[ \t]*\n#+ +(.+)$", text, re.M)}
     equations = {m.group("label"): i for i, m in enumerate(_EQ_LABEL.finditer(text), start=1)}
-    return _Context(sections, equations, glued or {})
+    return _Context(sections, equations, glued or {}, chapter)
+
+
+@functools.lru_cache(maxsize=1)
+def book_index(root: Path = ROOT) -> dict[str, tuple[str, str, str, str]]:
+    """``label -> (kind, number, title, chapter slug)`` for the numbered chapters of ``_toc.yml``:
+    kind ``"chapter"`` (label: the slug), ``"section"``, ``"equation"``, ``"figure"``, numbered as
+    the book numbers them (chapter ``k``: sections ``k.i.j``, equations ``(k.n)``, figures ``k.n``).
+    Pages listed under a chapter (``sections:``) continue its section numbers."""
+    import json
+
+    import yaml
+
+    toc = yaml.safe_load((root / "_toc.yml").read_text())
+    index: dict[str, tuple[str, str, str, str]] = {}
+    number = 0
+    for part in toc.get("parts", []):
+        if not part.get("numbered"):
+            continue
+        for entry in part.get("chapters", []):
+            number += 1
+            files = [entry["file"], *(s["file"] for s in entry.get("sections", []) if "file" in s)]
+            counters = {"section": [0], "equation": 0, "figure": 0}
+            slug = files[0].split("/")[-1]
+            for k, file in enumerate(files):
+                path = root / (file + ".ipynb")
+                if not path.is_file():
+                    continue
+                cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+                text = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+                _index_page(text, number, slug, index, counters, sub_page=k > 0)
+    return index
+
+
+def _index_page(text: str, number: int, slug: str, index: dict, counters: dict, sub_page: bool) -> None:
+    text = _without_code(text)
+    sections = counters["section"]
+    if sub_page:  # a page under the chapter: its title is the next section, its ## the level below
+        sections[0] += 1
+        del sections[1:]
+    label = None
+    for line in text.splitlines():
+        if m := re.match(r"^\(([\w.:-]+)\)=[ \t]*$", line):
+            label = m.group(1)
+            continue
+        if m := re.match(r"^(#+) +(.+?)\s*$", line):
+            depth = len(m.group(1)) - 1 + sub_page  # "#": the chapter (or the sub-page's section)
+            title = m.group(2)
+            if depth == 0:
+                index.setdefault(slug, ("chapter", str(number), title, slug))
+                if label:
+                    index[label] = ("chapter", str(number), title, slug)
+            else:
+                while len(sections) < depth:
+                    sections.append(0)
+                del sections[depth:]
+                sections[depth - 1] += 1
+                if label:
+                    index[label] = ("section", ".".join(map(str, [number, *sections])), title, slug)
+        if line.strip():
+            label = None
+    for m in _EQ_LABEL.finditer(text):
+        counters["equation"] += 1
+        index[m.group("label")] = ("equation", f"{number}.{counters['equation']}", "", slug)
+    for m in re.finditer(r"^(?::{3,}|`{3,})\{(?:glue:figure|figure)\}[^\n]*\n(?P<body>(?::[\w-]+:.*\n)*)", text, re.M):
+        if name := re.search(r"^:name:[ \t]*(\S+)", m.group("body"), re.M):
+            counters["figure"] += 1
+            index[name.group(1)] = ("figure", f"{number}.{counters['figure']}", "", slug)
+
+
+def _without_code(text: str) -> str:
+    """``text`` without its fenced code blocks (a ``#`` line in code is no heading); directive
+    fences (```` ```{name} ````) and their content stay."""
+    kept, stack = [], []  # open fences: (marker, is_code)
+    for line in text.splitlines():
+        m = re.match(r"^(`{3,}|~{3,}|:{3,})(.*)$", line)
+        in_code = bool(stack) and stack[-1][1]
+        if m and stack and not m.group(2).strip() and m.group(1) == stack[-1][0]:
+            stack.pop()
+            if not in_code:
+                kept.append(line)
+            continue
+        if in_code:
+            continue
+        if m and m.group(2).strip():
+            code = not m.group(2).lstrip().startswith("{") and not m.group(1).startswith(":")
+            stack.append((m.group(1), code))
+            if code:
+                continue
+        kept.append(line)
+    return "\n".join(kept)
+
+
+_SEED = re.compile(r"\b([Ss])eeds? (\d{3})((?:(?:, | and | or )\d{3})*)('s)?")
+
+
+@functools.lru_cache(maxsize=1)
+def seed_topics(root: Path = ROOT) -> dict[str, str]:
+    """``"000" -> "parameters, FLOPs and activations of a GPT layer"``: what each source post
+    covers, from the section titles of the errata appendix (which names and audits them)."""
+    import json
+
+    path = root / "chapters" / "errata.ipynb"
+    if not path.is_file():
+        return {}
+    text = "\n".join("".join(c["source"]) for c in json.loads(path.read_text(encoding="utf-8"))["cells"]
+                     if c["cell_type"] == "markdown")
+    return {m.group(1): m.group(2).strip() for m in re.finditer(r"^#+ +Seed (\d{3}): *(.+)$", text, re.M)}
+
+
+def _seeds(m: re.Match) -> str:
+    """"seed 001" as the post's topic: a student cannot look up the book's file names."""
+    numbers = [m.group(2), *re.findall(r"\d{3}", m.group(3))]
+    topics = seed_topics()
+    names = [f'"{topics[n][0].upper() + topics[n][1:]}"' if n in topics else f"number {n}" for n in numbers]
+    head = "T" if m.group(1) == "S" else "t"
+    if len(names) == 1:
+        text = f"{head}he source post {names[0]}"
+    else:
+        text = f"{head}he source posts {', '.join(names[:-1])} and {names[-1]}"
+    return text + ("'s" if m.group(4) else " (audited in the errata appendix)")
 
 
 def _role(m: re.Match, ctx: _Context) -> str:
@@ -151,7 +277,14 @@ def _role(m: re.Match, ctx: _Context) -> str:
     if role in ("cite:t", "cite:ts"):
         return cite(body, textual=True)
     title, target = _title_and_target(body)
+    known = ctx.book.get(target) or ctx.book.get(target.strip("/").split("/")[-1])
+    if known and role in ("ref", "doc", "eq", "numref"):
+        return _numbered(role, title, known, ctx)
     if role == "ref":
+        if ctx.chapter and re.search(r"-ex-", target):
+            return title or f"exercise `{target}`"
+        if target.startswith("errata"):  # the appendix names the seeds by file: students get its name
+            return title or "the errata appendix"
         return title or ctx.sections.get(target) or target.replace("-", " ")
     if role == "doc":
         return title or f"*{_doc_title(target)}*"
@@ -168,6 +301,24 @@ def _role(m: re.Match, ctx: _Context) -> str:
     if role == "math":
         return f"${body}$"
     return title or body
+
+
+def _numbered(role: str, title: str | None, known: tuple[str, str, str, str], ctx: _Context) -> str:
+    """A cross-reference as the book numbers it: "section 9.3 (*Tensor parallelism*)", "(9.5)"."""
+    kind, number, heading, slug = known
+    chapter = ctx.book.get(slug)
+    elsewhere = slug != ctx.chapter and chapter is not None
+    of_chapter = f" of chapter {chapter[1]} (*{chapter[2]}*)" if elsewhere else ""
+    if kind == "equation":
+        return f"({number})" + (f" of chapter {chapter[1]}" if elsewhere and role != "eq" else "")
+    if kind == "figure":
+        text = title.replace("%s", number) if title and "%s" in title else f"Figure {number}"
+        return text + of_chapter
+    if kind == "chapter":
+        return f"{title} (chapter {number})" if title else f"chapter {number} (*{heading}*)"
+    if title:
+        return f"{title} (section {number}{of_chapter})"
+    return f"section {number} (*{heading}*){of_chapter}"
 
 
 def _options(body: str) -> tuple[dict[str, str], str]:
@@ -219,6 +370,8 @@ def _directive(m: re.Match, ctx: _Context) -> str:
 
 
 def render(text: str, ctx: _Context) -> str:
+    if ctx.chapter is not None:
+        text = _SEED.sub(_seeds, text)
     text = _DIRECTIVE.sub(lambda m: _directive(m, ctx), text)
     text = _LABEL_LINE.sub("", text)
 
@@ -249,11 +402,12 @@ def glue_values(nb) -> dict[str, str]:
     return values
 
 
-def plain_notebook(nb, glued: dict[str, str] | None = None):
-    """Render every markdown cell of ``nb`` (in place) with one context for the whole notebook."""
+def plain_notebook(nb, glued: dict[str, str] | None = None, chapter: str | None = None):
+    """Render every markdown cell of ``nb`` (in place) with one context for the whole notebook
+    (``chapter``, its slug: the book's numbers for cross-references, see :func:`notebook_context`)."""
     cells = [c for c in nb["cells"] if c["cell_type"] == "markdown"]
     sources = ["".join(c["source"]) if isinstance(c["source"], list) else c["source"] for c in cells]
-    ctx = notebook_context(sources, glued)
+    ctx = notebook_context(sources, glued, chapter)
     for cell, source in zip(cells, sources, strict=True):
         cell["source"] = render(source, ctx)
     return nb

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import ast
 import copy
 import re
 import shutil
@@ -21,6 +22,7 @@ import nbformat
 import yaml
 
 from .exercises import ROOT, chapter_notebooks, directives, read
+from .leaks import ANSWERS_TAG
 from .markdown import glue_values, plain_notebook
 
 STUDENT = ROOT / "_build" / "student"
@@ -51,18 +53,25 @@ def _md(source: str, like: nbformat.NotebookNode) -> nbformat.NotebookNode | Non
 
 
 def student_notebook(nb: nbformat.NotebookNode, stubs: bool = True, keep_glue: bool = False,
-                     plain: bool | None = None) -> nbformat.NotebookNode:
+                     plain: bool | None = None, chapter: str | None = None) -> nbformat.NotebookNode:
     """A copy of ``nb`` with every solution removed and a stub code cell after each exercise.
 
     With ``plain`` (the default for the notebooks, i.e. with ``stubs``), MyST markup is rendered as
     plain Markdown (:func:`coursework.markdown.plain_notebook`: author-year citations, plain-text
-    cross-references, exercise headings, glued values), since Jupyter shows MyST as raw text.
+    cross-references, exercise headings, glued values), since Jupyter shows MyST as raw text;
+    ``chapter`` (the notebook's slug) numbers the cross-references as the book does.
 
     The cells between a gated ``solution-start`` and ``solution-end`` go, and so does a fenced
     solution block; markdown around a solution stays, split into cells so that each stub follows
     its exercise (no stub with ``stubs=False``: the HTML edition).
 
-    With ``keep_glue`` (the HTML edition), a value that a removed solution cell glues and that the
+    Code cells tagged ``answers`` (:data:`coursework.leaks.ANSWERS_TAG`: they compute the numbers
+    the solutions quote) go too, and so does every glue record (a ``glue(...)`` output, invisible to
+    a reader) whose key the remaining text does not quote: those values serve only the solutions.
+    A later cell that uses a name only an ``answers`` cell defines is an error (the student's
+    notebook would fail there).
+
+    With ``keep_glue`` (the HTML edition), a value that a removed cell glues and that the
     remaining text quotes is kept: a hidden cell (tag ``remove-cell``) at the end carries only that
     glue record, so the page still builds; no solution code, text or other output is kept.
     """
@@ -74,7 +83,9 @@ def student_notebook(nb: nbformat.NotebookNode, stubs: bool = True, keep_glue: b
     while i < len(nb.cells):
         cell = nb.cells[i]
         if not pending or pending[0].cell != i:
-            if pos == 0:
+            if pos == 0 and ANSWERS_TAG in cell.get("metadata", {}).get("tags", []):
+                removed.append(cell)
+            elif pos == 0:
                 cells.append(copy.deepcopy(cell))
             elif (rest := _md(cell.source[pos:], cell)) is not None:
                 cells.append(rest)
@@ -87,10 +98,18 @@ def student_notebook(nb: nbformat.NotebookNode, stubs: bool = True, keep_glue: b
             cells.append(stub_cell(sol.label))
         removed += [c for c in nb.cells[sol.cell + 1:sol.end_cell] if c.cell_type == "code"]
         i, pos = sol.end_cell, sol.end_offset
+    _check_answers_cells(nb, cells)
+    text = "\n".join(c.source for c in cells if c.cell_type == "markdown")
+
+    def quoted(output: dict) -> bool:
+        key = _glue_key(output)
+        return bool(key) and quotes(text, key)
+
+    for cell in cells:
+        if cell.cell_type == "code":
+            cell.outputs = [o for o in cell.get("outputs", []) if not _glue_key(o) or quoted(o)]
     if keep_glue:
-        text = "\n".join(c.source for c in cells if c.cell_type == "markdown")
-        records = [o for c in removed for o in c.get("outputs", [])
-                   if _glue_key(o) and re.search(rf"(?<![\w-]){re.escape(_glue_key(o))}(?![\w-])", text)]
+        records = [o for c in removed for o in c.get("outputs", []) if quoted(o)]
         if records:
             cell = nbformat.v4.new_code_cell("")
             cell.outputs = copy.deepcopy(records)
@@ -100,8 +119,54 @@ def student_notebook(nb: nbformat.NotebookNode, stubs: bool = True, keep_glue: b
     for j, cell in enumerate(out.cells):  # fresh, unique ids (nbformat >= 4.5)
         cell["id"] = f"cell-{j}"
     if stubs if plain is None else plain:
-        plain_notebook(out, glue_values(nb))
+        plain_notebook(out, glue_values(nb), chapter)
     return out
+
+
+def quotes(text: str, key: str) -> bool:
+    """Whether ``text`` quotes the glue key ``key``: a glue role or directive names it
+    (``{glue:text}`key:fmt` ``, ``{glue:md}`key` ``, ``{glue:figure} key``), not as a part of a
+    longer key. The key spelled elsewhere, e.g. as the label of the exercise whose solution glues
+    it (``:label: params-ex-gptj``), is no quotation."""
+    return re.search(r"\{glue(?::\w*)?\}(?:`|[ \t]+)" + re.escape(key) + r"(?=[:`\s]|$)", text) is not None
+
+
+def _check_answers_cells(nb: nbformat.NotebookNode, kept: list[nbformat.NotebookNode]) -> None:
+    """Raise ``ValueError`` when a kept code cell uses a name that only an ``answers`` cell defines."""
+    answers = [c for c in nb.cells if c.cell_type == "code" and ANSWERS_TAG in c.get("metadata", {}).get("tags", [])]
+    if not answers:
+        return
+    only = set().union(*(_assigned(c.source) for c in answers))
+    only -= set().union(*(_assigned(c.source) for c in kept if c.cell_type == "code"))
+    for cell in kept:
+        if cell.cell_type == "code" and (used := only & _used(cell.source)):
+            raise ValueError(f"a cell tagged {ANSWERS_TAG!r} defines {sorted(used)}, which a later cell uses: "
+                             f"the student edition drops that cell, so move the definition out of it "
+                             f"(cell: {cell.source[:80]!r})")
+
+
+def _assigned(source: str) -> set[str]:
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:  # IPython magics: no names we can read
+        return set()
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    return names
+
+
+def _used(source: str) -> set[str]:
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
 def _glue_key(output: dict) -> str | None:
@@ -114,7 +179,7 @@ def write_student_notebooks(dest: Path = STUDENT / "notebooks", paths: list[Path
     written = []
     for path in paths or chapter_notebooks():
         target = dest / path.name
-        nbformat.write(student_notebook(read(path)), target)
+        nbformat.write(student_notebook(read(path), chapter=path.stem), target)
         written.append(target)
     return written
 
@@ -135,13 +200,15 @@ _NOT_BOOK = ("_build", ".git", ".venv", ".cache", "lite", ".hypothesis", ".ruff_
              "*.egg-info", ".helpers", "student", "assignments", "tests", "benchmarks", ".ipynb_checkpoints")
 
 
-def build_html(out: Path = STUDENT, *, toc: dict | None = None, warnings_are_errors: bool = True) -> Path:
+def build_html(out: Path = STUDENT, *, toc: dict | None = None, warnings_are_errors: bool = True,
+               keep_sources: bool = False) -> Path:
     """Build the book with solutions hidden into ``out/html``; return the html directory.
 
     The sources are copied to ``out/src`` with every solution removed from the chapter notebooks
     (:func:`student_notebook`, no stubs), and built with sphinx-exercise's ``hide_solutions: true``
     as well. (Hiding alone is not enough: sphinx-exercise 1.2.1 crashes on gated solutions when it
-    hides them.) ``toc`` replaces ``_toc.yml`` (the tests build a book of one or two chapters).
+    hides them.) ``toc`` replaces ``_toc.yml`` (the tests build a book of one or two chapters);
+    ``keep_sources`` keeps ``out/src`` (the tests search its student notebooks of every chapter).
     """
     src = out / "src"
     shutil.rmtree(src, ignore_errors=True)
@@ -162,7 +229,8 @@ def build_html(out: Path = STUDENT, *, toc: dict | None = None, warnings_are_err
     if (work / "_build" / "html").exists():
         shutil.move(str(work / "_build" / "html"), html)
     shutil.rmtree(work, ignore_errors=True)
-    shutil.rmtree(src, ignore_errors=True)
+    if not keep_sources:
+        shutil.rmtree(src, ignore_errors=True)
     if result.returncode:
         raise RuntimeError(f"the student edition's build failed or warned (exit status {result.returncode}); "
                            "`python3 dev.py book` shows the same warnings")

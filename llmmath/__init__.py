@@ -21,17 +21,23 @@ module              chapter
 ``units``           bytes, GB and GiB
 ``optim``           optimizer update rules and their state
 ``scaling``         scaling laws and compute-optimal training
-``parallel``        splitting a training step across GPUs: collectives, layouts, memory, time
+``parallel``        splitting a training step across GPUs: collectives, layouts, memory
+``steptime``        the time of a training step: the bound and the calibrated prediction
+``calibration``     published measured runs and the step-time model's fitted constants
 ``planning``        planning a training run and its serving end to end (``plan``, ``serve``)
 ``errata``          the seeds' claims, rechecked
 ``check``           checking a reader's answers to the exercises (the machinery)
 ``exercises``       each chapter's checkable exercises, ``exercises/<slug>.py`` (registered by ``check``)
 ==================  ===============================================================================
 
-Two modules serve the notebooks only and are not part of the top level: ``display`` (Markdown
-tables, ``show_table``) and ``plotting`` (``import llmmath.plotting`` sets PNG figures and the
-book's style). The data the modules read lives in ``hf_configs/`` (published ``config.json``
-files) and ``data/`` (the errata's claims, ``data/errata.json``).
+Three modules serve the notebooks only and are not part of the top level: ``display`` (Markdown
+tables, ``show_table``), ``plotting`` (``import llmmath.plotting`` sets PNG figures and the
+book's style) and ``live`` (the live calculator of the calculator chapter, ipywidgets controls);
+and ``grading`` serves the assignments' autograder (their tests and first cell).
+The data the modules read lives in ``hf_configs/`` (published ``config.json`` files) and ``data/``
+(the errata's claims, ``data/errata.json``; the published measured training runs,
+``data/measured_runs.json``, and the step-time model's constants fitted to them,
+``data/calibration.json``).
 
 ``llmmath.check`` is the function :func:`check`; the module is ``llmmath.check`` in
 ``sys.modules`` (``from llmmath.check import describe`` works as usual).
@@ -40,6 +46,7 @@ files) and ``data/`` (the errata's claims, ``data/errata.json``).
 from __future__ import annotations
 
 from . import (
+    calibration,
     chain,
     config,
     errata,
@@ -56,9 +63,11 @@ from . import (
     presets,
     scaling,
     serving_systems,
+    steptime,
     units,
 )
 from . import check as _check_module
+from .calibration import *  # noqa: F403
 from .chain import *  # noqa: F403
 from .check import *  # noqa: F403
 from .config import *  # noqa: F403
@@ -76,6 +85,7 @@ from .planning import *  # noqa: F403
 from .presets import *  # noqa: F403
 from .scaling import *  # noqa: F403
 from .serving_systems import *  # noqa: F403
+from .steptime import *  # noqa: F403
 from .units import *  # noqa: F403
 
 __version__ = "0.1.0"
@@ -83,7 +93,7 @@ __version__ = "0.1.0"
 #: The modules whose public names make up the top level, in the book's order.
 MODULES = (
     config, presets, matmul, chain, mlp, params, flops, hardware, memory, inference, serving_systems, units, optim,
-    scaling, parallel, planning, errata,
+    scaling, parallel, steptime, calibration, planning, errata,
     _check_module,
 )
 

@@ -29,13 +29,14 @@ import importlib
 import math
 import numbers
 import pkgutil
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-__all__ = ["Part", "Exercise", "Feedback", "EXERCISES", "exercise_ids", "describe", "check"]
+__all__ = ["Part", "Exercise", "Feedback", "EXERCISES", "HAND_GRADED", "SIG3", "exercise_ids", "describe", "check"]
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,9 @@ class Exercise:
     task: str  # the concrete question the parts answer (the chapter's exercise may be more general)
     parts: tuple[Part, ...]
     chapter: str = ""  # the chapter's slug (its notebook's name): set when the exercise is registered
+    #: the questions of the exercise that are graded by hand (an explanation, a derivation): the
+    #: assignments give each an answer cell and collect it for the instructor; check() never sees them
+    written: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -86,7 +90,7 @@ class Feedback:
     @property
     def message(self) -> str:
         head = f"{self.exercise_id}: " + ("all correct." if self.correct else "not yet right.")
-        lines = [head, *(f"  {'right' if ok else 'wrong'}: {msg}" for _, ok, msg in self.parts)]
+        lines = [head, *(f"  {msg}" for _, _, msg in self.parts)]
         if not self.correct:
             lines.append(f"  Hint: {self.hint}")
         return "\n".join(lines)
@@ -114,8 +118,19 @@ def _is_number(value: Any) -> bool:
     )
 
 
+#: The relative tolerance of an answer given to three significant figures: rounding to three
+#: figures moves a number by at most half a unit of the third, 0.5% of it (at 1.00). Parts whose
+#: prompt asks for three significant figures use it; a student who computes with a data sheet's
+#: rounded figure (989 TFLOP/s for 989.4) stays well inside it.
+SIG3 = 5e-3
+
+
 def _tolerance_text(rtol: float) -> str:
-    return "exact integer required" if rtol == 0 else f"relative tolerance {rtol:g}"
+    if rtol == 0:
+        return "exact integer required"
+    if rtol == SIG3:
+        return "3 significant figures: relative tolerance 0.005"
+    return f"relative tolerance {rtol:g}"
 
 
 def _check_number(part: Part, answer: Any) -> tuple[bool, str]:
@@ -133,7 +148,7 @@ def _check_number(part: Part, answer: Any) -> tuple[bool, str]:
         ok = exact is not None and float(expected).is_integer() and exact == int(expected)
     else:
         ok = math.isclose(value, float(expected), rel_tol=part.rtol, abs_tol=0.0)
-    return ok, f"{part.name} ({tol})."
+    return ok, (f"{part.name} is right ({tol})." if ok else f"{part.name} is wrong ({tol}).")
 
 
 def _check_function(part: Part, answer: Any) -> tuple[bool, str]:
@@ -145,7 +160,7 @@ def _check_function(part: Part, answer: Any) -> tuple[bool, str]:
         problem = part.expected(answer)
     except Exception as exc:  # the student's code raised: report it, it is feedback
         return False, f"{part.name}: calling it raised {type(exc).__name__}: {exc}"
-    return (problem is None), (f"{part.name}." if problem is None else f"{part.name}: {problem}")
+    return (problem is None), (f"{part.name} is right." if problem is None else f"{part.name}: {problem}")
 
 
 def check(exercise_id: str, answer: Any, part: str | None = None) -> Feedback:
@@ -182,15 +197,52 @@ def check(exercise_id: str, answer: Any, part: str | None = None) -> Feedback:
     return Feedback(exercise_id, all(ok for _, ok, _ in results), tuple(results), hint)
 
 
+def constants(exercise_id: str) -> str:
+    """The accelerator figures an exercise's task uses, as ``llmmath.hardware`` stores them (one
+    sentence; empty when the task names no accelerator). The expected values are computed with
+    exactly these numbers, so a student who uses them meets the tolerance."""
+    from .hardware import GPUS
+
+    ex = _exercise(exercise_id)
+    task = " ".join([ex.task, *(p.prompt for p in ex.parts)])
+    named, rest = [], task
+    for key in sorted(GPUS, key=len, reverse=True):  # "H100-PCIe" before "H100"
+        pattern = rf"(?<![\w-]){re.escape(key)}(?:s|-80GB|-hours?)?(?![\w-])"
+        if re.search(pattern, rest):
+            named.append(key)
+            rest = re.sub(pattern, " ", rest)
+    if not named:
+        return ""
+    return "Use " + "; ".join(_gpu_constants(key, GPUS[key]) for key in sorted(named, key=task.find)) + "."
+
+
+def _gpu_constants(key: str, spec: Any) -> str:
+    peaks = ", ".join(f"{spec.peak_flops[p] / 1e12:g} TFLOP/s {p.split('_')[0].upper()}"
+                      for p in ("bf16_tensor", "fp16_tensor", "fp8_tensor")
+                      if p in spec.peak_flops and not (p == "fp16_tensor" and "bf16_tensor" in spec.peak_flops))
+    text = f"the {key} (llmmath.GPUS[{key!r}]): dense peak {peaks}"
+    if spec.memory_bytes:
+        text += f", {spec.memory_bytes / 1e9:g} GB of memory at {spec.memory_bandwidth / 1e12:g} TB/s"
+    for what, link in (("scale-up link", spec.scale_up), ("network", spec.scale_out)):
+        if link is not None:
+            text += f", {what} {link.bandwidth / 1e9:g} GB/s per direction with {link.latency * 1e6:g} us per message"
+    return text
+
+
 def describe(exercise_id: str) -> str:
-    """What to compute for ``exercise_id``: the task and, per part, its name, form and tolerance."""
+    """What to compute for ``exercise_id``: the task, the accelerator figures it uses and, per
+    part, its name, form and tolerance."""
     ex = _exercise(exercise_id)
     lines = [f"{ex.label}: {ex.task}"]
+    if given := constants(exercise_id):
+        lines.append(f"  {given}")
     for p in ex.parts:
         form = "a function" if p.kind == "function" else _tolerance_text(p.rtol)
         lines.append(f"  {p.name}: {p.prompt} ({form})")
     if len(ex.parts) > 1:
         lines.append("  Pass a dict {part name: value} to check().")
+    for question in ex.written:
+        lines.append(f"  (graded by hand, not by check()): {question}")
     return "\n".join(lines)
 
 
@@ -216,9 +268,17 @@ def how_to_check(exercise_id: str) -> str:
 def _exercise(exercise_id: str) -> Exercise:
     if not isinstance(exercise_id, str):
         raise TypeError(f"exercise_id must be an exercise label (str), got {exercise_id!r}")
+    if exercise_id in HAND_GRADED:
+        raise ValueError(f"exercise_id {exercise_id!r} is an exercise graded by hand (chapter "
+                         f"{HAND_GRADED[exercise_id]}): it has no number or function to check; compare "
+                         "your answer with its worked solution in the book")
     if exercise_id not in EXERCISES:
-        raise ValueError(f"exercise_id must be one of the checkable exercises {sorted(EXERCISES)}; "
-                         f"got {exercise_id!r}")
+        import difflib
+
+        close = difflib.get_close_matches(exercise_id, [*EXERCISES, *HAND_GRADED], n=3, cutoff=0.6)
+        hint = (f"did you mean {' or '.join(repr(c) for c in close)}?" if close else
+                "exercise_ids() lists the checkable exercises, exercise_ids('<chapter>') those of one chapter")
+        raise ValueError(f"exercise_id {exercise_id!r} is not an exercise of the book: {hint}")
     return EXERCISES[exercise_id]
 
 
@@ -229,21 +289,33 @@ def parts_of(compute: Callable[[str], Any]) -> Callable[..., Part]:
     return part
 
 
-def _registry() -> dict[str, Exercise]:
-    """Every chapter's exercises (the modules of :mod:`llmmath.exercises`), by label, chapter set."""
+def _registry() -> tuple[dict[str, Exercise], dict[str, str]]:
+    """Every chapter's exercises (the modules of :mod:`llmmath.exercises`), by label, chapter set;
+    and the labels of the exercises graded by hand, with their chapter."""
     from . import exercises
 
     registry: dict[str, Exercise] = {}
+    by_hand: dict[str, str] = {}
     for info in sorted(pkgutil.iter_modules(exercises.__path__), key=lambda m: m.name):
         module = importlib.import_module(f"{exercises.__name__}.{info.name}")
         slug = info.name.replace("_", "-")
+        written = dict(getattr(module, "WRITTEN", {}))
         for ex in module.EXERCISES:
             if ex.label in registry:
                 raise ValueError(f"exercise label {ex.label!r} is registered twice ({slug} and "
                                  f"{registry[ex.label].chapter})")
-            registry[ex.label] = dataclasses.replace(ex, chapter=slug)
-    return registry
+            registry[ex.label] = dataclasses.replace(ex, chapter=slug,
+                                                     written=ex.written + tuple(written.pop(ex.label, ())))
+        STRAY_WRITTEN.update({label: slug for label in written})  # tests/test_check.py reports these
+        for label in getattr(module, "HAND_GRADED", ()):
+            by_hand[label] = slug
+    return registry, by_hand
 
 
+#: Labels in a module's ``WRITTEN`` that are none of its exercises (a renamed exercise): label -> chapter.
+STRAY_WRITTEN: dict[str, str] = {}
 #: Every checkable exercise by its label (the sphinx-exercise label in the chapter).
-EXERCISES: dict[str, Exercise] = _registry()
+EXERCISES: dict[str, Exercise]
+#: The exercises graded by hand (no part to check), label -> chapter: each module's ``HAND_GRADED``.
+HAND_GRADED: dict[str, str]
+EXERCISES, HAND_GRADED = _registry()

@@ -24,23 +24,44 @@ from pathlib import Path
 from typing import Any
 
 from .config import TransformerConfig, from_hf_config, supported_families_table
-from .hardware import GPUS, accelerator
+from .hardware import GPUS, Accelerator, accelerator, check_storage_dtype, default_precision
+from .inference import ALLREDUCE_ALGORITHMS
+from .memory import RECOMPUTE_MODES
+from .parallel import SCHEDULES
 from .presets import PRESETS, preset
+from .units import DTYPES
 
-_LAYOUT_FLAGS = ("tp", "pp", "cp", "ep", "zero", "micro_batch", "recompute")
+_LAYOUT_FLAGS = ("tp", "pp", "cp", "ep", "zero", "micro_batch", "recompute", "virtual_stages", "schedule")
+
+
+def _config_path(spec: str) -> Path | None:
+    """The ``config.json`` file ``spec`` names (a file, or a directory holding one), or None for a
+    preset name."""
+    path = Path(spec)
+    if not (spec.endswith(".json") or path.exists()):
+        return None
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise ValueError(f"{spec} is a directory without a config.json")
+        path = path / "config.json"
+    if not path.is_file():
+        raise ValueError(f"no such file: {spec}")
+    return path
 
 
 def load(spec: str) -> TransformerConfig:
-    """A preset name, or the path of a ``config.json`` file."""
-    path = Path(spec)
-    if spec.endswith(".json") or path.exists():
-        if not path.is_file():
-            raise ValueError(f"no such file: {spec}")
+    """A preset name, the path of a ``config.json`` file, or a directory holding one (a
+    downloaded checkpoint). The model is named after the directory (``.../Llama-3.1-8B/config.json``
+    or ``.../Llama-3.1-8B`` -> ``Llama-3.1-8B``), or after the file when it is not called
+    ``config.json`` (``llama.json`` -> ``llama``)."""
+    path = _config_path(spec)
+    if path is not None:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise ValueError(f"{spec} is not valid JSON: {exc}") from exc
-        return from_hf_config(data, name=path.parent.name or path.stem)
+        name = path.resolve().parent.name if path.name == "config.json" else path.stem
+        return from_hf_config(data, name=name or path.stem)
     return preset(spec)
 
 
@@ -105,6 +126,8 @@ def _extra_rows(cfg: TransformerConfig) -> list[tuple[str, str]]:
     rows.append((f"training FLOPs / token ({label})",
                  f"{llmmath.training_flops(cfg, 1, seq, decoder_seq=dec) / seq:.4g}"))
     rows.append(("weights in bf16", f"{llmmath.weight_bytes(cfg, 'bf16') / 1e9:,.2f} GB"))
+    if cfg.causal and not cfg.is_encoder_decoder:
+        rows.append(("KV cache / token (bf16)", f"{llmmath.kv_bytes(cfg, 1, 1):,} bytes"))
     return rows
 
 
@@ -125,6 +148,8 @@ def _summary_json(cfg: TransformerConfig) -> dict[str, Any]:
         "forward_flops_per_token": llmmath.forward_flops(cfg, 1, seq, decoder_seq=dec) / seq,
         "training_flops_per_token": llmmath.training_flops(cfg, 1, seq, decoder_seq=dec) / seq,
         "weight_bytes_bf16": llmmath.weight_bytes(cfg, "bf16"),
+        "kv_bytes_per_token_bf16": (llmmath.kv_bytes(cfg, 1, 1) if cfg.causal and not cfg.is_encoder_decoder
+                                    else None),
     }
 
 
@@ -155,11 +180,83 @@ def _number(text: str) -> float:
     return value
 
 
-def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("model", help="a preset name or the path of a config.json")
+def _integer(minimum: int = 1, maximum: int | None = None) -> Callable[[str], int]:
+    """An integer flag in ``[minimum, maximum]`` (argparse names the flag in its error)."""
+    bound = f">= {minimum}" + ("" if maximum is None else f" and <= {maximum}")
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text.replace("_", ""))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer {bound}, got {text!r}") from None
+        if value < minimum or (maximum is not None and value > maximum):
+            raise argparse.ArgumentTypeError(f"expected an integer {bound}, got {text!r}")
+        return value
+    return parse
+
+
+def _real(low: float, high: float | None = None, *, open_low: bool = False) -> Callable[[str], float]:
+    """A finite real flag in ``[low, high]`` (``(low, high]`` with ``open_low``)."""
+    bound = ("> " if open_low else ">= ") + f"{low:g}" + ("" if high is None else f" and <= {high:g}")
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text.replace("_", ""))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number {bound}, got {text!r}") from None
+        if not math.isfinite(value) or value < low or (open_low and value == low) \
+                or (high is not None and value > high):
+            raise argparse.ArgumentTypeError(f"expected a number {bound}, got {text!r}")
+        return value
+    return parse
+
+
+#: Storage formats of the weights (``--dtype``) and of the KV cache (``--kv-dtype``, no 4-bit cache).
+_WEIGHT_DTYPES = DTYPES
+_KV_DTYPES = tuple(d for d in DTYPES if d != "int4")
+
+
+def _check_gpu(args: argparse.Namespace, *, default: bool = True) -> Accelerator:
+    """``--gpu`` as an accelerator, and ``--precision`` one of the precisions it has; with
+    ``default``, an omitted ``--precision`` is what a 16-bit model computes in there
+    (:func:`llmmath.default_precision`; ``serve`` takes it from the weights' format instead)."""
+    try:
+        spec = accelerator(args.gpu)
+    except ValueError:
+        raise ValueError(f"--gpu must be one of {', '.join(GPUS)} (any case); got {args.gpu!r}") from None
+    if args.precision is None:
+        if default:
+            args.precision = default_precision(spec)
+    elif args.precision not in spec.peak_flops:
+        raise ValueError(f"--precision must be one of the {spec.name}'s: {', '.join(spec.peak_flops)}; "
+                         f"got {args.precision!r}")
+    return spec
+
+
+def _check_one_step(tokens: float, global_batch: int, seq: int) -> None:
+    """``--tokens`` must fill at least one optimizer step of ``global_batch`` sequences of ``seq``
+    tokens (a shorter run would be charged a whole step)."""
+    if tokens < global_batch * seq:
+        raise ValueError(f"--tokens {_count(tokens)} is less than one optimizer step ({global_batch:,} sequences of "
+                         f"{seq:,} tokens = {global_batch * seq:,}): lower --global-batch-tokens or --seq")
+
+
+def _check_positions(flag: str, value: int, cfg: TransformerConfig) -> None:
+    """One rule for every model, learned or rotary positions: a sequence holds at most the
+    ``max_position_embeddings`` positions its config declares (rope scaling is not applied on top:
+    a checkpoint extended by it declares the extended length, e.g. Llama 3.1's 131,072)."""
+    if cfg.max_position is not None and value > cfg.max_position:
+        raise ValueError(f"{flag} {value:,} exceeds the {cfg.max_position:,} positions of {cfg.name} "
+                         f"({cfg.position} positions; the config's max_position_embeddings): to plan a longer "
+                         "context, raise max_position_embeddings in a copy of the config")
+
+
+def _common(parser: argparse.ArgumentParser, precision: str = "the accelerator's 16-bit tensor precision, "
+            "bf16_tensor, or fp16_tensor on a V100") -> None:
+    parser.add_argument("model", help="a preset name, the path of a config.json or a directory holding one")
     parser.add_argument("--gpu", required=True, help=f"accelerator: {', '.join(GPUS)} (any case)")
-    parser.add_argument("--gpus", required=True, type=int, help="number of accelerators")
-    parser.add_argument("--precision", default="bf16_tensor", help="peak FLOP/s used (default bf16_tensor)")
+    parser.add_argument("--gpus", required=True, type=_integer(), help="number of accelerators")
+    parser.add_argument("--precision", default=None, help=f"peak FLOP/s used (default: {precision})")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
@@ -168,43 +265,122 @@ def _plan_parser() -> argparse.ArgumentParser:
                 "days, GPU-hours and cost; without a layout, search the layouts.")
     _common(p)
     p.add_argument("--tokens", required=True, type=_number, help="training tokens, e.g. 15e12")
-    p.add_argument("--seq", type=int, default=None, help="sequence length (default: the model's positions, at "
-                   "most 8192)")
+    p.add_argument("--seq", type=_integer(), default=None, help="sequence length, at most the model's positions "
+                   "(default: the model's positions, at most 8192)")
     p.add_argument("--global-batch-tokens", type=_number, default=None,
                    help="tokens per optimizer step (default 2^22 = 4,194,304, rounded to whole micro-batches)")
     for flag in ("tp", "pp", "cp", "ep"):
-        p.add_argument(f"--{flag}", type=int, default=None, help=f"{flag} degree (a layout flag)")
-    p.add_argument("--zero", type=int, default=None, help="ZeRO stage 0-3 (default 1)")
-    p.add_argument("--micro-batch", type=int, default=None, help="sequences per micro-batch (default 1)")
-    p.add_argument("--recompute", default=None, help="none, selective or full (default selective)")
-    p.add_argument("--mfu", type=float, default=None, help="assumed model FLOPs utilisation; without it the "
-                   "step-time model runs kernels at --efficiency of peak")
-    p.add_argument("--efficiency", type=float, default=1.0,
-                   help="fraction of peak the kernels reach in the step-time model (default 1: a lower bound)")
-    p.add_argument("--price-per-gpu-hour", type=float, default=None, help="price of one GPU-hour, for the cost")
+        p.add_argument(f"--{flag}", type=_integer(), default=None, help=f"{flag} degree (a layout flag)")
+    p.add_argument("--zero", type=_integer(0, 3), default=None, help="ZeRO stage 0-3 (default 1)")
+    p.add_argument("--micro-batch", type=_integer(), default=None, help="sequences per micro-batch (default 1)")
+    p.add_argument("--recompute", default=None, choices=RECOMPUTE_MODES,
+                   help="none, selective or full (default selective)")
+    p.add_argument("--virtual-stages", type=_integer(), default=None,
+                   help="model chunks per GPU (interleaved 1F1B when > 1; a layout flag)")
+    p.add_argument("--schedule", default=None, choices=SCHEDULES, help="pipeline schedule: "
+                   f"{', '.join(SCHEDULES)} (PyTorch's zero-bubble schedules; default 1f1b, interleaved with "
+                   "--virtual-stages; a layout flag)")
+    p.add_argument("--mfu", type=_real(0, 1, open_low=True), default=None, help="assumed model FLOPs utilisation "
+                   "(causal attention pairs, no recomputation); overrides both the bound and the prediction for "
+                   "days and cost")
+    p.add_argument("--efficiency", type=_real(0, 1, open_low=True), default=None,
+                   help="fraction of peak the kernels reach in the prediction (default: the calibration fitted "
+                   "to published runs)")
+    p.add_argument("--price-per-gpu-hour", type=_real(0), default=None, help="price of one GPU-hour, for the cost")
     p.add_argument("--no-dropout", action="store_true",
                    help="the model trains without dropout (Llama, DeepSeek): no dropout masks in the activations")
-    p.add_argument("--top", type=int, default=5, help="layouts to show when searching (default 5)")
+    p.add_argument("--top", type=_integer(), default=5, help="layouts to show when searching (default 5)")
     return p
 
 
 def _serve_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="python -m llmmath serve", description="Plan serving: weights and KV cache per GPU, the "
-                "largest batch, latency bounds and throughput (tensor parallelism over --gpus).")
-    _common(p)
-    p.add_argument("--context", required=True, type=int, help="tokens per sequence (prompt + output)")
-    p.add_argument("--batch", type=int, default=None, help="concurrent sequences (default: the largest that fits)")
-    p.add_argument("--prompt", type=int, default=None, help="prompt tokens of the prefill (default: --context)")
-    p.add_argument("--dtype", default="bf16", help="weights: fp32, fp16, bf16, fp8, int8, int4 (default bf16)")
-    p.add_argument("--kv-dtype", default="bf16", help="KV cache: fp32, fp16, bf16, fp8, int8 (default bf16)")
-    p.add_argument("--reserve-gb", type=float, default=0.0,
-                   help="GB per GPU kept for activations and the runtime (default 0)")
+                "largest batch, the time to first token, the time per output token and the throughput: lower "
+                "bounds on time (upper bounds on throughput) and calibrated predictions, each labelled. "
+                "Tensor parallelism over --gpus inside one node; beyond one node, pipeline stages across nodes.")
+    _common(p, precision="the peak the weights' format runs at: fp8_tensor for fp8 where the GPU has it, "
+            "else the 16-bit tensor precision, fp16_tensor on a V100")
+    p.add_argument("--context", required=True, type=_integer(2),
+                   help="tokens per request: prompt + output, at most the model's positions")
+    p.add_argument("--batch", type=_integer(), default=None, help="concurrent sequences (default: the largest "
+                   "that fits)")
+    p.add_argument("--prompt", type=_integer(), default=None, help="prompt tokens per request, less than "
+                   "--context (default: --context - --output, or half of --context)")
+    p.add_argument("--output", type=_integer(), default=None, help="generated tokens per request, less than "
+                   "--context (default: --context - --prompt)")
+    p.add_argument("--dtype", default=None, choices=_WEIGHT_DTYPES, help="weights: W8A8 for fp8 (the FP8 peak "
+                   "where the GPU has it), W8A16/W4A16 for int8/int4 (the 16-bit peak); default: the "
+                   "checkpoint's quantization_config (DeepSeek-V3: FP8 blocks; GPTQ/AWQ: int4 with scales), else "
+                   "bf16 (fp16 with --precision fp16_tensor or on a V100, which has no BF16); no fp8 on a V100")
+    p.add_argument("--kv-dtype", default=None, choices=_KV_DTYPES, help=f"KV cache: {', '.join(_KV_DTYPES)} "
+                   "(default bf16, or fp16 as --dtype's default; no fp8 on a V100)")
+    p.add_argument("--reserve-gb", type=_real(0), default=None,
+                   help="GB per GPU kept for activations and the runtime (default: what vLLM's default "
+                        "gpu_memory_utilization 0.9 leaves, 10%% of the memory the driver reports)")
+    p.add_argument("--allreduce", default="best", choices=("best",) + ALLREDUCE_ALGORITHMS,
+                   help="tensor-parallel all-reduce (default: the fastest the GPUs offer)")
+    p.add_argument("--price-per-gpu-hour", type=_real(0), default=None,
+                   help="price of one GPU-hour, for the cost per million output tokens")
     _systems_options(p)
     return p
 
 
+def _checkpoint_format(spec: str) -> Any:
+    """The weight format a config.json (a path, or a preset copied from one) declares, or None."""
+    from .inference import weight_format_from_hf
+
+    path = _config_path(spec)
+    if path is not None:
+        data = json.loads(path.read_text(encoding="utf-8"))  # valid: load() has read it
+    else:
+        from importlib import resources
+
+        name = resources.files("llmmath").joinpath("hf_configs", f"{spec}.json")
+        if spec not in PRESETS or not name.is_file():
+            return None
+        data = json.loads(name.read_text(encoding="utf-8"))
+    text = data.get("text_config") if isinstance(data.get("text_config"), dict) else {}
+    if "quantization_config" not in data and "quantization_config" not in text:
+        return None
+    return weight_format_from_hf(data if "quantization_config" in data else
+                                 {**text, "torch_dtype": data.get("torch_dtype")})
+
+
+def _weight_format(args: argparse.Namespace, spec: Accelerator, half: str) -> Any:
+    """The weights' :class:`~llmmath.WeightFormat`: ``--dtype``, else the checkpoint's
+    ``quantization_config``, else ``half`` (16 bits: fp16 where there is no BF16); refused where
+    ``spec`` has no kernels for it (FP8 on a V100) or, without ``--precision``, no peak for its
+    products (BF16 on a V100)."""
+    from .inference import matmul_precision, weight_format
+
+    if args.dtype is not None:
+        fmt, flag = weight_format(args.dtype), "--dtype"
+    else:
+        checkpoint = _checkpoint_format(args.model)
+        fmt = checkpoint or weight_format(half)
+        flag = "--dtype" if checkpoint is None else "--dtype (default: the checkpoint's quantization_config)"
+    check_storage_dtype(spec, flag, fmt.dtype)
+    if args.precision is None:
+        try:
+            matmul_precision(fmt, spec)
+        except ValueError:
+            raise ValueError(f"{flag} {fmt.dtype}: the {spec.name} has no {fmt.dtype.upper()} tensor cores; use "
+                             "--dtype fp16 or pass --precision") from None
+    return fmt
+
+
 def _gb(n: float) -> str:
-    return f"{n / 1e9:,.1f} GB"
+    """Bytes as GB: one decimal, or two significant figures where one decimal would print a
+    non-zero size as "0.0 GB" (falcon-40b's KV cache per sequence and GPU is 0.031 GB)."""
+    if n == 0 or abs(n) >= 0.05e9:
+        return f"{n / 1e9:,.1f} GB"
+    return f"{n / 1e9:.2g} GB"
+
+
+def _count(x: float, decimals: int = 0) -> str:
+    """A count or amount with thousands separators while a float holds it exactly (below 10^15),
+    else in scientific notation (``1e30`` tokens is not printed as float noise)."""
+    return f"{x:,.{decimals}f}" if abs(x) < 1e15 else f"{x:.4g}"
 
 
 def _layout_text(lay: dict[str, Any], seq: int) -> str:
@@ -213,6 +389,9 @@ def _layout_text(lay: dict[str, Any], seq: int) -> str:
         extra.insert(1, "sequence parallel")
     if lay["schedule"] == "interleaved":
         extra.append(f"interleaved x{lay['virtual_stages']}")
+    elif lay["schedule"] not in ("1f1b",) and lay["pp"] > 1:
+        extra.append(f"schedule {lay['schedule']}" + (f" x{lay['virtual_stages']}" if lay["virtual_stages"] > 1
+                                                      else ""))
     return (f"tp {lay['tp']} x pp {lay['pp']} x dp {lay['dp']} x cp {lay['cp']} (ep {lay['ep']}), "
             + ", ".join(extra) + f"; micro-batch {lay['microbatch_size']} x {lay['microbatches']}, "
             f"global batch {lay['global_batch']:,} x {seq:,} tokens")
@@ -224,18 +403,26 @@ def _plan_text(run: dict[str, Any]) -> list[tuple[str, str]]:
     fit = (f"fits ({_gb(run['margin_bytes'])} to spare)" if run["fits"]
            else f"does NOT fit: {_gb(-run['margin_bytes'])} over")
     comm = ", ".join(f"{k} {_gb(v)}" for k, v in run["communication_bytes_per_step"].items() if k != "total" and v)
-    est = run["model_estimate"]
-    cost = "" if run["cost"] is None else f", cost {run['cost']:,.0f}"
+    est, err = run["prediction"], run["predicted_error"]
+    cost = "" if run["cost"] is None else f", cost {_count(run['cost'])}"
+    hfu = f", HFU {est['hfu']:.1%}" if est["hfu"] > est["mfu"] * 1.001 else ""
     return [
         ("layout", _layout_text(run["layout"], run["seq"])),
         ("memory (busiest GPU)", f"stage {mem['stage']}: {parts}"),
-        ("", f"total {_gb(mem['total'])} of {_gb(cap)}: {fit}"),
-        ("step", f"{run['model_flops_per_step']:.3g} model FLOPs; sent per GPU: {comm or 'nothing'}"),
-        ("step time", f"{run['step_seconds']:,.2f} s ({run['time_source']}); model estimate "
-                      f"{est['step']:,.2f} s = compute {est['compute']:,.2f} + bubble {est['bubble']:,.2f} "
-                      f"+ exposed communication {est['exposed_communication']:,.2f}, MFU {est['mfu']:.1%}"),
-        ("run", f"{run['steps']:,} steps, {run['days']:,.1f} days, {run['gpu_hours']:,.0f} GPU-hours{cost}, "
-                f"{run['tokens_per_second']:,.0f} tokens/s, MFU {run['mfu']:.1%}"),
+        ("", f"total {_gb(mem['total'])} of {_gb(run['cluster']['usable_memory_bytes'])} usable "
+             f"({_gb(cap)} less a {_gb(run['cluster']['reserve_bytes'])} reserve): {fit}"),
+        ("step", f"{run['model_flops_per_step']:.3g} model FLOPs ({run['mfu_convention']}); "
+                 f"sent per GPU: {comm or 'nothing'}"),
+        ("step time, at best", f"{run['bound_step_seconds']:,.3g} s, MFU <= {run['bound_mfu']:.1%} (a lower bound: "
+                               "kernels at peak, links at nominal bandwidth, every overlap taken)"),
+        ("step time, expected", f"{run['predicted_step_seconds']:,.3g} s, MFU {run['predicted_mfu']:.1%}{hfu} "
+                                f"(typically within {err['median_abs']:.0%}, 90% of {err['runs']} published runs "
+                                f"within {err['p90_abs']:.0%}) = compute {est['compute']:,.3g} + bubble "
+                                f"{est['bubble']:,.3g} + exposed communication {est['exposed_communication']:,.3g} "
+                                f"+ optimizer {est['optimizer']:,.3g}"),
+        ("run", f"{_count(run['steps'])} steps, {_count(run['days'], 1)} days, {_count(run['gpu_hours'])} "
+                f"GPU-hours{cost}, {run['tokens_per_second']:,.0f} tokens/s, MFU {run['mfu']:.1%} "
+                f"({run['time_source']})"),
     ]
 
 
@@ -244,23 +431,28 @@ def _plan(argv: Sequence[str]) -> int:
     from .planning import layout_for, search_training_runs, training_run
 
     args = _plan_parser().parse_args(argv)
+    _check_gpu(args)
     cfg = load(args.model)
     seq = args.seq if args.seq is not None else min(cfg.max_position or 8192, 8192)
+    _check_positions("--seq", seq, cfg)
     gbt = args.global_batch_tokens if args.global_batch_tokens is not None else 2**22
+    _check_one_step(args.tokens, max(1, round(gbt / seq)), seq)
     kw = dict(mfu=args.mfu, efficiency=args.efficiency, price_per_gpu_hour=args.price_per_gpu_hour,
               precision=args.precision, dropout=not args.no_dropout)
     if any(getattr(args, f) is not None for f in _LAYOUT_FLAGS):
         degrees = {k: v for k, v in (("tp", args.tp), ("pp", args.pp), ("cp", args.cp), ("ep", args.ep),
                                     ("zero_stage", args.zero), ("microbatch_size", args.micro_batch),
-                                    ("recompute", args.recompute)) if v is not None}
+                                    ("recompute", args.recompute), ("virtual_stages", args.virtual_stages),
+                                    ("schedule", args.schedule)) if v is not None}
         degrees.setdefault("zero_stage", 1)
         degrees.setdefault("recompute", "selective")
         layout = layout_for(cfg, args.gpus, seq, gbt, **degrees)
+        _check_one_step(args.tokens, layout.global_batch, seq)
         run = training_run(cfg, args.tokens, args.gpu, layout, seq, **kw)
         if args.json:
             print(json.dumps(run, indent=2))
         else:
-            print(f"Training {cfg.name} ({run['model']['params']:,} parameters) on {args.tokens:,.0f} tokens, "
+            print(f"Training {cfg.name} ({run['model']['params']:,} parameters) on {_count(args.tokens)} tokens, "
                   f"{run['cluster']['n_gpus']:,} x {run['cluster']['gpu']}")
             _print_rows(_plan_text(run))
         return 0 if run["fits"] else 1
@@ -268,7 +460,8 @@ def _plan(argv: Sequence[str]) -> int:
     if args.json:
         print(json.dumps(found, indent=2))
         return 0 if found["best"] else 1
-    print(f"Training {cfg.name} on {args.tokens:,.0f} tokens, {args.gpus:,} x {accelerator(args.gpu).name}: searched "
+    print(f"Training {cfg.name} on {_count(args.tokens)} tokens, {args.gpus:,} x {accelerator(args.gpu).name}: "
+          "searched "
           f"{found['candidates']:,} layouts (global batch {found['global_batch']:,} x {seq:,} tokens), "
           f"{found['fitting']:,} fit")
     if not found["best"]:
@@ -277,77 +470,168 @@ def _plan(argv: Sequence[str]) -> int:
             print("no layout divides the GPUs, layers and batch: change --gpus, --seq or --global-batch-tokens")
         else:
             print(f"none fits: the layout of least memory needs {_gb(close['memory']['total'])} per GPU, "
-                  f"{_gb(-close['margin_bytes'])} more than the {_gb(close['cluster']['memory_bytes'])} "
-                  "of the accelerator")
+                  f"{_gb(-close['margin_bytes'])} more than the {_gb(close['cluster']['usable_memory_bytes'])} "
+                  f"usable of the accelerator's {_gb(close['cluster']['memory_bytes'])}")
             _print_rows(_plan_text(close))
         return 1
     for i, run in enumerate(found["best"], 1):
-        est = run["model_estimate"]
-        why = (f"step {est['step']:,.2f} s: bubble {est['bubble'] / est['step']:.0%}, exposed communication "
+        est = run["prediction"]
+        why = (f"expected step {est['step']:,.3g} s (at best {run['bound_step_seconds']:,.3g} s): bubble "
+               f"{est['bubble'] / est['step']:.0%}, exposed communication "
                f"{est['exposed_communication'] / est['step']:.0%}; {_gb(run['margin_bytes'])} of memory to spare")
         print(f"\n#{i}  {why}")
         _print_rows(_plan_text(run))
     return 0
 
 
+def _sig3(x: float) -> str:
+    """``x`` with three significant figures, trailing zeros kept (0.336, 23.0, 141, 1,234)."""
+    if x >= 100 or x == 0:
+        return f"{x:,.0f}"
+    return f"{x:.{2 - math.floor(math.log10(abs(x)))}f}"
+
+
+def _gb3(n: float) -> str:
+    """Bytes as GB with three significant figures (0.336 GB, 17.6 GB, 141 GB)."""
+    return f"{_sig3(n / 1e9)} GB"
+
+
+def _duration(seconds: float) -> str:
+    """Seconds from one second up, milliseconds below, three significant figures."""
+    return f"{_sig3(seconds)} s" if seconds >= 1 else f"{_sig3(seconds * 1e3)} ms"
+
+
+def _breakdown(t: dict[str, Any], memory_key: str) -> str:
+    parts = [f"weights read {_duration(t['weights_read'])}",
+             f"KV {'read' if memory_key == 'kv_read' else 'written'} {_duration(t[memory_key])}",
+             f"compute {_duration(t['matmul_compute'] + t['attention_compute'])} (weight products "
+             f"{_duration(t['matmul_compute'])}, attention {_duration(t['attention_compute'])})"]
+    if t["allreduce"] != "none":
+        parts.append(f"communication {_duration(t['communication'])} ({t['allreduce']} all-reduce)")
+    return ", ".join(parts)
+
+
+def _serve_rows(cfg: TransformerConfig, run: dict[str, Any], args: argparse.Namespace) -> list[tuple[str, str]]:
+    c = run["cluster"]
+    moe = "seconds_per_output_token_most_experts" in run
+    rows = [
+        ("weights per GPU", f"{_gb3(run['weights_bytes_per_gpu'])} ({run['dtype']}; products at {c['precision']})"),
+        ("KV cache", f"{run['kv_bytes_per_token_per_gpu']:,.0f} bytes per token per GPU, "
+                     f"{_gb3(run['kv_bytes_per_sequence_per_gpu'])} per {run['context']:,}-token sequence"
+                     + _broadcast_note(cfg, run)),
+        ("memory", f"{_gb3(c['memory_bytes'])} per GPU ({c['memory_source']}"
+                   + (f"; data sheet {_gb3(c['memory_bytes_data_sheet'])}"
+                      if c["memory_bytes"] != c["memory_bytes_data_sheet"] else "")
+                   + f"), reserve {_gb3(run['reserve_bytes'])} ({run['reserve_source']}; --reserve-gb)"),
+        ("largest batch", f"{run['max_batch']:,} sequences of {run['context']:,} tokens"),
+    ]
+    if not run["fits"]:
+        if run["memory_margin_bytes"] < 0:
+            need = run["gpus_needed"]
+            hint = ""
+            if need is not None:
+                domain = accelerator(args.gpu).domain_size
+                tp, pp = (need, 1) if need <= domain else (domain, need // domain)
+                hint = (f"; {need} GPUs hold them: --gpus {need} (tensor parallel {tp}"
+                        + (f" x {pp} pipeline stages, one per node)" if pp > 1 else ")"))
+            narrow = run["dtype"].startswith(("fp8", "int"))
+            rows.append(("weights", f"do NOT fit: {_gb3(-run['memory_margin_bytes'])} over per GPU (with the "
+                                    f"reserve){hint}" + ("" if narrow else ", or quantize (--dtype fp8)")))
+        else:
+            rows.append(("batch", f"{run['batch']:,} does NOT fit: {-run['batch_margin']:,} sequences too many"
+                         if run["batch"] else "not even one sequence fits beside the weights"))
+        return rows
+    b, p, o = run["batch"], run["prompt"], run["output"]
+    step, pstep = run["step"], run["predicted_step"]
+    steady, psteady = run["steady"], run["predicted_steady"]
+    rows += [
+        (f"at batch {b:,}", f"memory {_gb3(run['memory_bytes_per_gpu'])} per GPU; requests of {p:,} prompt + "
+                             f"{o:,} output tokens"),
+        ("time to first token", f"bound >= {_duration(run['ttft_seconds'])}, predicted "
+                                f"{_duration(run['predicted_ttft_seconds'])} (one {p:,}-token prompt, idle server)"),
+        ("prefill of the batch", f"bound >= {_duration(run['prefill_seconds'])}, predicted "
+                                 f"{_duration(run['predicted_prefill_seconds'])} ({b:,} prompts at once)"),
+        ("  bound, per term", _breakdown(run["prefill"], "kv_write")),
+        ("per output token", f"bound >= {_duration(run['seconds_per_output_token'])}, predicted "
+                             f"{_duration(run['predicted_seconds_per_output_token'])} "
+                             f"(decode step at {run['context'] - 1:,} tokens held)"),
+        ("  bound, per term", _breakdown(step, "kv_read")
+         + (" (the whole model over its tensor-parallel group; the stages split it)" if c["pp"] > 1 else "")),
+        ("  predicted, per term", _breakdown(pstep, "kv_read") + " (in series)"),
+    ]
+    if moe:
+        rows.append(("  experts", f"bound with k experts per layer; if the batch touches every expert it can: "
+                                  f">= {_duration(run['seconds_per_output_token_most_experts'])}"))
+    rows += [
+        ("throughput (decode)", f"bound <= {run['tokens_per_second']:,.0f} tokens/s, predicted "
+                                f"{run['predicted_tokens_per_second']:,.0f}"),
+        ("steady state", f"bound <= {steady['output_tokens_per_second']:,.0f} output tokens/s, "
+                         f"{steady['requests_per_second']:,.3g} requests/s; predicted "
+                         f"{psteady['output_tokens_per_second']:,.0f} tokens/s, "
+                         f"{psteady['requests_per_second']:,.3g} requests/s (prefill included)"),
+    ]
+    if steady["cost_per_million_output_tokens"] is not None:
+        rows.append(("cost", f"bound >= {steady['cost_per_million_output_tokens']:,.3g}, predicted "
+                             f"{psteady['cost_per_million_output_tokens']:,.3g} per million output tokens "
+                             f"at {args.price_per_gpu_hour:g} per GPU-hour"))
+    cal = run["calibration"]
+    rows.append(("prediction", f"kernels at {cal['compute_efficiency']:.0%} of peak FLOP/s and "
+                               f"{cal['memory_efficiency']:.0%} of bandwidth ({cal['name']}; error {cal['error']})"))
+    if c["pp"] > 1:
+        rows.append(("pipeline", f"{c['pp']} stages of {c['tp']} GPUs: the stages' work spread evenly, a token "
+                                 "reading every stage's weights in turn; hand-offs between nodes not timed"))
+    return rows
+
+
+def _broadcast_note(cfg: TransformerConfig, run: dict[str, Any]) -> str:
+    """Falcon's new decoder architecture: the grouped cache (vLLM) and transformers' broadcast one."""
+    if not cfg.kv_broadcast:
+        return ""
+    t = run["cluster"]["tp"]
+    kv, a = max(cfg.n_kv_heads // t, 1), cfg.n_heads // t
+    return (f", grouped: {kv} KV head(s) per GPU, as vLLM caches it; transformers' Falcon caches K/V broadcast "
+            f"to all {a} heads: {_gb3(run['kv_bytes_per_sequence_per_gpu_transformers'])} per GPU ({a // kv}x)")
+
+
 def _serve(argv: Sequence[str]) -> int:
     from .planning import serving_run
 
     args = _serve_parser().parse_args(argv)
-    if args.weights:  # the format and the peak it runs at (chapter serving-systems)
-        args.dtype, args.precision = _WEIGHTS[args.weights]
+    spec = _check_gpu(args, default=False)
+    half = "fp16" if "fp16_tensor" in (args.precision, default_precision(spec)) else "bf16"
+    args.kv_dtype = check_storage_dtype(spec, "--kv-dtype", args.kv_dtype or half)
     cfg = load(args.model)
-    if not math.isfinite(args.reserve_gb) or args.reserve_gb < 0:
-        raise ValueError(f"--reserve-gb must be a number >= 0, got {args.reserve_gb}")
+    _check_positions("--context", args.context, cfg)
+    for flag, value in (("--prompt", args.prompt), ("--output", args.output)):
+        if value is not None and value >= args.context:
+            raise ValueError(f"{flag} {value:,} must be less than --context {args.context:,} (the context holds "
+                             "the prompt and at least one output token)")
+    if args.prompt is not None and args.output is not None and args.prompt + args.output != args.context:
+        raise ValueError(f"--prompt {args.prompt:,} + --output {args.output:,} must equal --context "
+                         f"{args.context:,}")
+    dtype = _weight_format(args, spec, half)
     run = serving_run(cfg, args.gpu, args.gpus, args.context, batch=args.batch, prompt=args.prompt,
-                      dtype=args.dtype, kv_dtype=args.kv_dtype, reserve_bytes=round(args.reserve_gb * 1e9),
-                      precision=args.precision)
-    systems = _systems(cfg, args)
+                      output=args.output, dtype=dtype, kv_dtype=args.kv_dtype,
+                      reserve_bytes=None if args.reserve_gb is None else round(args.reserve_gb * 1e9),
+                      precision=args.precision, allreduce=args.allreduce,
+                      price_per_gpu_hour=args.price_per_gpu_hour)
+    systems = _systems(cfg, args, spec, dtype)
     if args.json:
         print(json.dumps(run | systems, indent=2))
         return 0 if run["fits"] else 1
     c = run["cluster"]
+    layout = f"tensor parallel {c['tp']}" + (f" x {c['pp']} pipeline stages" if c["pp"] > 1 else "")
     print(f"Serving {cfg.name} ({run['model']['params']:,} parameters) on {c['n_gpus']} x {c['gpu']} "
-          f"(tensor parallel {c['n_gpus']}), {run['context']:,}-token sequences, weights {run['dtype']}, "
-          f"KV cache {run['kv_dtype']}")
-    rows = [
-        ("weights per GPU", _gb(run["weights_bytes_per_gpu"])),
-        ("KV cache per sequence", f"{_gb(run['kv_bytes_per_sequence_per_gpu'])} per GPU"),
-        ("largest batch", f"{run['max_batch']:,} sequences (memory {_gb(c['memory_bytes'])} per GPU, reserve "
-                          f"{_gb(run['reserve_bytes'])}: --reserve-gb)"),
-    ]
-    if run["fits"]:
-        rows += [
-            (f"at batch {run['batch']:,}", f"memory {_gb(run['memory_bytes_per_gpu'])} per GPU"),
-            ("prefill (time to first token)", f">= {run['prefill_seconds'] * 1e3:,.1f} ms for "
-                                              f"{run['batch']:,} x {run['prompt']:,}-token prompts at once"),
-            ("per output token", f">= {run['seconds_per_output_token'] * 1e3:,.2f} ms"),
-            ("throughput", f"<= {run['tokens_per_second']:,.0f} tokens/s"),
-        ]
-    elif run["memory_margin_bytes"] < 0:
-        rows.append(("weights", f"do NOT fit: {_gb(-run['memory_margin_bytes'])} over per GPU (with the reserve); "
-                                "raise --gpus or quantize (--dtype fp8)"))
-    else:
-        rows.append(("batch", f"{run['batch']:,} does NOT fit: {-run['batch_margin']:,} sequences too many"
-                     if run["batch"] else "not even one sequence fits beside the weights"))
-    _print_rows(rows + _systems_rows(systems))
+          f"({layout}), weights {run['dtype']}, KV cache {run['kv_dtype']}. 'bound': no engine can do better "
+          "(kernels at peak); 'predicted': at the calibrated efficiencies")
+    _print_rows(_serve_rows(cfg, run, args) + _systems_rows(systems))
     return 0 if run["fits"] else 1
 
 
 # ---- serving many users (chapter serving-systems) ---------------------------------------------------
 
-_WEIGHTS = {"bf16": ("bf16", "bf16_tensor"), "fp8": ("fp8", "fp8_tensor"), "int8": ("int8", "bf16_tensor"),
-            "int4": ("int4", "bf16_tensor")}
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
+#: ``--weights``: the formats issue 28 names (``--dtype`` takes every storage format).
+_WEIGHTS = ("bf16", "fp8", "int8", "int4")
 
 
 def _speculative(text: str) -> tuple[float, int]:
@@ -367,54 +651,49 @@ def _speculative(text: str) -> tuple[float, int]:
 
 def _systems_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("serving many users (chapter serving-systems)")
-    g.add_argument("--prompt-len", type=_positive_int, default=None,
-                   help="prompt tokens per request of the steady state (default: --prompt, else half of --context)")
-    g.add_argument("--output-len", type=_positive_int, default=None,
-                   help="output tokens per request (default: --context minus the prompt)")
-    g.add_argument("--request-rate", type=_number, default=None,
+    g.add_argument("--prompt-len", dest="prompt", type=_integer(), default=None, help="the same as --prompt")
+    g.add_argument("--output-len", dest="output", type=_integer(), default=None, help="the same as --output")
+    g.add_argument("--weights", dest="dtype", choices=_WEIGHTS, default=None,
+                   help="the same as --dtype (bf16; fp8: W8A8 at the FP8 peak; int8, int4: W8A16, W4A16 at the "
+                        "16-bit peak)")
+    g.add_argument("--request-rate", type=_real(0, open_low=True), default=None,
                    help="requests per second: the steady state of continuous batching (TTFT, ITL, requests/s, "
-                        "tokens/s, cost); beyond the replica's capacity it is an error")
-    g.add_argument("--price-per-gpu-hour", dest="systems_price", type=_number, default=None,
-                   help="price of one GPU-hour, for the cost per million output tokens")
-    g.add_argument("--block-size", type=_positive_int, default=None,
+                        "tokens/s, cost at --price-per-gpu-hour); beyond the replica's capacity it is an error")
+    g.add_argument("--block-size", type=_integer(), default=None,
                    help="tokens per block of a paged KV cache: blocks per sequence and the slots they waste")
-    g.add_argument("--prefix-hit-rate", type=float, default=None,
+    g.add_argument("--prefix-hit-rate", type=_real(0, 1), default=None,
                    help="share of each prompt found in a prefix cache, in [0, 1]: the prefill it saves")
     g.add_argument("--speculative", type=_speculative, default=None, metavar="ALPHA,GAMMA",
                    help="speculative decoding: acceptance probability ALPHA in [0, 1) and draft length GAMMA >= 1")
-    g.add_argument("--weights", choices=tuple(_WEIGHTS), default=None,
-                   help="weight format, with the peak tied to it: bf16; fp8 (W8A8, the FP8 peak); int8, int4 "
-                        "(W8A16, W4A16: the 16-bit peak); sets --dtype and --precision")
-    g.add_argument("--ep", type=_positive_int, default=None,
+    g.add_argument("--ep", type=_integer(), default=None,
                    help="a mixture of experts served with data-parallel attention and its experts over EP GPUs "
                         "(DeepSeek's layout; --batch sequences per GPU)")
     g.add_argument("--frontier", action="store_true",
                    help="print the latency-throughput frontier (with --json: return it)")
 
 
-def _systems(cfg: TransformerConfig, args: argparse.Namespace) -> dict[str, Any]:
+def _systems(cfg: TransformerConfig, args: argparse.Namespace, spec: Accelerator, dtype: Any) -> dict[str, Any]:
     """The steady state, paging, prefix caching, speculation, expert parallelism and frontier that
-    the options of :func:`_systems_options` ask for, computed with :mod:`llmmath.serving_systems`."""
+    the options of :func:`_systems_options` ask for, computed with :mod:`llmmath.serving_systems`
+    for one replica of ``--gpus`` tensor-parallel accelerators (weights ``dtype``, the resolved
+    :class:`~llmmath.WeightFormat`, at the peak the format runs at)."""
     from . import serving_systems as sv
+    from .inference import matmul_precision
 
     wanted = (args.request_rate, args.block_size, args.prefix_hit_rate, args.speculative, args.ep)
     if not args.frontier and all(x is None for x in wanted):
         return {}
-    if args.prefix_hit_rate is not None and not 0 <= args.prefix_hit_rate <= 1:
-        raise ValueError(f"--prefix-hit-rate must be in [0, 1], got {args.prefix_hit_rate}")
-    dtype, precision = args.dtype, args.precision
-    prompt = args.prompt_len or args.prompt or max(1, args.context // 2)
-    output = args.output_len or args.context - prompt
-    if output < 1:
-        raise ValueError(f"--output-len must be >= 1 (--context {args.context} leaves none after a {prompt}-token "
-                         "prompt)")
-    costs = sv.step_costs(cfg, args.gpu, tp=args.gpus, dtype=dtype, kv_dtype=args.kv_dtype, precision=precision)
-    room = sv.kv_capacity_bytes(cfg, args.gpu, reserve_bytes=round(args.reserve_gb * 1e9), tp=args.gpus,
-                                dtype=dtype, kv_dtype=args.kv_dtype)
+    precision = args.precision or matmul_precision(dtype, spec)
+    output = args.output or (args.context - args.prompt if args.prompt else args.context - args.context // 2)
+    prompt = args.prompt or args.context - output
+    reserve = None if args.reserve_gb is None else round(args.reserve_gb * 1e9)
+    costs = sv.step_costs(cfg, spec, tp=args.gpus, dtype=dtype, kv_dtype=args.kv_dtype, precision=precision)
+    room = sv.kv_capacity_bytes(cfg, spec, reserve_bytes=reserve, tp=args.gpus, dtype=dtype, kv_dtype=args.kv_dtype)
     req = sv.request_costs(costs, prompt, output)
-    out: dict[str, Any] = {"prompt": prompt, "output": output, "weights": dtype, "precision": precision,
+    out: dict[str, Any] = {"prompt": prompt, "output": output, "weights": getattr(dtype, "name", str(dtype)),
+                           "precision": precision,
                            "saturation_requests_per_second": sv.saturation_rate(req, kv_capacity_bytes=room)}
-    price = args.systems_price
+    price = args.price_per_gpu_hour
     if args.request_rate is not None:
         try:
             point = sv.load_steady_state(costs, prompt, output, args.request_rate, kv_capacity_bytes=room)
@@ -453,15 +732,16 @@ def _systems(cfg: TransformerConfig, args: argparse.Namespace) -> dict[str, Any]
         if args.batch is None:
             raise ValueError("--ep needs --batch, the sequences each GPU decodes")
         n = prompt + output // 2
-        step = sv.dp_ep_decode_step_seconds(cfg, args.batch, n, args.gpu, args.ep, dtype=dtype,
+        step = sv.dp_ep_decode_step_seconds(cfg, args.batch, n, spec, args.ep, dtype=dtype,
                                             kv_dtype=args.kv_dtype, precision=precision)
         out["expert_parallel"] = {"ep": args.ep, "batch_per_gpu": args.batch, "context": n,
                                   "seconds_per_output_token": step,
                                   "tokens_per_second_per_gpu": args.batch / step,
                                   "all_to_all_seconds_estimate": sv.ep_all_to_all_seconds(cfg, args.batch, args.ep,
-                                                                                          args.gpu)}
+                                                                                          spec)}
     if args.frontier:
-        points = sv.frontier(costs, prompt, output, room, points=12)
+        points = sv.frontier(cfg, spec, prompt, output, tp=args.gpus, dtype=dtype, kv_dtype=args.kv_dtype,
+                             precision=precision, reserve_bytes=reserve, points=12)
         for pt in points:
             if price is not None:
                 pt["cost_per_million_output_tokens"] = sv.cost_per_million_tokens(pt["tokens_per_second_per_gpu"],
@@ -528,10 +808,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _plan(argv[1:])
         if argv and argv[0] == "serve":
             return _serve(argv[1:])
+    except BrokenPipeError:  # the reader of a pipe stopped early: __main__ ends quietly
+        raise
     except (ValueError, TypeError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    parser = argparse.ArgumentParser(prog="python -m llmmath", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m llmmath", description=__doc__.split("\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="commands (each takes --help):\n  " + _plan_parser().format_usage().replace("usage: ", "")
+        + "  " + _serve_parser().format_usage().replace("usage: ", ""))
     parser.add_argument("model", nargs="?", help="a preset name or the path of a config.json "
                         "(or a command: plan, serve; see python -m llmmath plan --help)")
     parser.add_argument("--list", action="store_true", help="list the preset names")
@@ -555,6 +841,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(json.dumps(_summary_json(cfg), indent=2))
             return 0
         rows = _rows(cfg)
+    except BrokenPipeError:  # the reader of a pipe stopped early: __main__ ends quietly
+        raise
     except (ValueError, TypeError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from ._validate import check_choice, check_positive
+from .units import DTYPES
 
 __all__ = [
     "Link",
@@ -32,6 +33,8 @@ __all__ = [
     "GPU_PRECISIONS",
     "accelerator",
     "gpu_peak_flops",
+    "default_precision",
+    "check_storage_dtype",
     "ridge_point",
     "roofline_seconds",
 ]
@@ -59,7 +62,9 @@ class Accelerator:
     """One accelerator: dense peak FLOP/s by precision, HBM capacity (bytes) and bandwidth
     (bytes/s), the fast link within a node or pod (``scale_up``, shared by ``domain_size``
     accelerators: NVLink/NVSwitch, Infinity Fabric, TPU ICI) and the network across nodes
-    (``scale_out``: InfiniBand/RoCE NICs, one per accelerator), and the reference (a BibTeX key)."""
+    (``scale_out``: InfiniBand/RoCE NICs, one per accelerator), the storage formats
+    (:data:`llmmath.DTYPES`) it has no kernels for (``unsupported_dtypes``: format -> why), and the
+    reference (a BibTeX key)."""
 
     name: str
     peak_flops: Mapping[str, float]
@@ -70,6 +75,7 @@ class Accelerator:
     scale_out: Link | None = None
     domain_size: int = 1
     note: str = ""
+    unsupported_dtypes: Mapping[str, str] = field(default_factory=dict)
 
 
 #: The name used before the table covered TPUs (kept for existing code).
@@ -122,6 +128,9 @@ GPUS: Mapping[str, Accelerator] = MappingProxyType(
             scale_up=_nvlink(2, 300), scale_out=_net(100, "InfiniBand EDR"), domain_size=8,
             note="Volta tensor cores: FP16 inputs only (no BF16, no TF32); FLOP/s at the 1,530 MHz "
                  "boost clock (whitepaper Table 1); the 32 GB module came in 2018 (whitepaper: 16 GB)",
+            unsupported_dtypes=MappingProxyType({
+                "fp8": "no FP8 weights or KV cache: vLLM's FP8 kernels need compute capability 7.5 "
+                       "(weight-only FP8 Marlin) or 8.9 (W8A8); the V100 is 7.0"}),
         ),
         "A100-40GB": Accelerator(
             name="A100 SXM4 40 GB", peak_flops=_AMPERE,
@@ -258,6 +267,24 @@ def gpu_peak_flops(gpu: str, precision: str = "bf16_tensor") -> float:
     spec = accelerator(gpu)
     check_choice("precision", precision, spec.peak_flops)
     return float(spec.peak_flops[precision])
+
+
+def default_precision(gpu: str) -> str:
+    """The tensor precision a 16-bit model computes in on ``gpu``: ``bf16_tensor``, or
+    ``fp16_tensor`` on an accelerator without BF16 (the V100). The default of the ``plan`` and
+    ``serve`` commands."""
+    spec = accelerator(gpu)
+    return "bf16_tensor" if "bf16_tensor" in spec.peak_flops else "fp16_tensor"
+
+
+def check_storage_dtype(gpu: str, name: str, dtype: str) -> str:
+    """Return ``dtype`` (weights or KV cache, one of :data:`llmmath.DTYPES`) if ``gpu`` can store
+    and compute with it; ``ValueError`` naming ``name`` otherwise (FP8 on a V100)."""
+    spec = accelerator(gpu)
+    check_choice(name, dtype, DTYPES)
+    if dtype in spec.unsupported_dtypes:
+        raise ValueError(f"{name} {dtype} is not supported on the {spec.name}: {spec.unsupported_dtypes[dtype]}")
+    return dtype
 
 
 def ridge_point(gpu: str, precision: str = "bf16_tensor") -> float:

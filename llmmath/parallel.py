@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 from ._validate import check_bool, check_choice, check_int, check_positive
 from .config import LayerSpec, TransformerConfig
 from .hardware import Accelerator, Link, accelerator, gpu_peak_flops
-from .memory import RECOMPUTE_MODES, activation_bytes, recompute_flops, training_state_bytes
+from .memory import RECOMPUTE_MODES, activation_bytes, training_state_bytes
 from .optim import OPTIMIZERS
 
 __all__ = [
@@ -33,15 +33,18 @@ __all__ = [
     "COLLECTIVE_ALGORITHMS",
     "LINKS",
     "SCHEDULES",
+    "V_SCHEDULES",
     "PARALLELISMS",
     "MEMORY_KEYS",
     "collective_bytes",
     "collective_steps",
     "collective_seconds",
+    "collective_link_seconds",
     "Layout",
     "check_layout",
     "fsdp_shard_numel",
     "pipeline_stage_layers",
+    "chunk_gpu",
     "stage_param_counts",
     "pipeline_bubble_fraction",
     "pipeline_in_flight",
@@ -52,11 +55,7 @@ __all__ = [
     "step_collectives",
     "communication_bytes",
     "communication_seconds",
-    "dp_hiding_tokens",
     "tp_comm_compute_ratio",
-    "step_time",
-    "Plan",
-    "search_layouts",
     "balanced_stage_layers",
 ]
 
@@ -68,9 +67,15 @@ COLLECTIVE_ALGORITHMS: tuple[str, ...] = ("ring", "tree")
 #: Which interconnect a group uses: ``auto`` (the scale-up domain when the group fits in one),
 #: ``scale_up`` (NVLink/NVSwitch, ICI) or ``scale_out`` (InfiniBand/RoCE).
 LINKS: tuple[str, ...] = ("auto", "scale_up", "scale_out")
-#: Pipeline schedules: GPipe (all forwards, then all backwards), 1F1B (PipeDream-Flush), and
-#: interleaved 1F1B with ``virtual_stages`` model chunks per GPU (Narayanan et al. 2021).
-SCHEDULES: tuple[str, ...] = ("gpipe", "1f1b", "interleaved")
+#: Pipeline schedules: GPipe (all forwards, then all backwards), 1F1B (PipeDream-Flush),
+#: interleaved 1F1B with ``virtual_stages`` model chunks per GPU (Narayanan et al. 2021), and the
+#: zero-bubble schedules PyTorch ships, which split each backward into an input-gradient part
+#: (``I``) and a weight-gradient part (``W``) that can fill the bubble: ``interleaved_zb``
+#: (``ScheduleInterleavedZeroBubble``, ZB1P), ``zbv`` (``ScheduleZBVZeroBubble``) and
+#: ``dualpipev`` (``ScheduleDualPipeV``); the last two place two chunks per GPU in a V.
+SCHEDULES: tuple[str, ...] = ("gpipe", "1f1b", "interleaved", "interleaved_zb", "zbv", "dualpipev")
+#: The schedules whose chunks are placed in a V (GPU ``r`` holds chunks ``r`` and ``2p-1-r``).
+V_SCHEDULES: tuple[str, ...] = ("zbv", "dualpipev")
 #: The kinds of parallelism, innermost first: the order in which the ranks of a job are numbered
 #: (Megatron-LM's tp-cp-ep-dp-pp), so ``tp`` groups are consecutive GPUs.
 PARALLELISMS: tuple[str, ...] = ("tp", "cp", "ep", "dp", "pp")
@@ -185,6 +190,22 @@ def collective_seconds(
     ``link="scale_up"`` or ``"scale_out"`` forces one link for all bytes.
     Derived in chapter :doc:`/chapters/parallelism`.
     """
+    latency, up, out = collective_link_seconds(kind, n, message_bytes, gpu, link=link, algorithm=algorithm,
+                                               span=span)
+    return latency + max(up, out)
+
+
+def collective_link_seconds(
+    kind: str, n: int, message_bytes: float, gpu: str | Accelerator, *, link: str = "auto",
+    algorithm: str = "ring", span: int | None = None,
+) -> tuple[float, float, float]:
+    """The three parts of :func:`collective_seconds`: ``(latency, scale_up, scale_out)`` seconds,
+    the ``steps * alpha`` of the link that sets the pace and the seconds each link is busy moving
+    its share of the bytes (one of them 0 unless the group straddles scale-up domains). The
+    collective takes ``latency + max(scale_up, scale_out)``; a link cannot carry two collectives'
+    bytes at once, which is what bounds a step from below (:func:`llmmath.steptime.step_time`).
+    Derived in chapter :doc:`/chapters/parallelism`.
+    """
     spec = accelerator(gpu)
     span = n if span is None else check_int("span", span, minimum=n)
     steps, sent = collective_steps(kind, n, algorithm), collective_bytes(kind, n, message_bytes, algorithm)
@@ -192,10 +213,12 @@ def collective_seconds(
     per_domain = max(1, min(n, spec.domain_size * n // span))
     if link != "auto" or span <= spec.domain_size or per_domain == 1 or kind == "p2p":
         chosen = _link(spec, link, span)
-        return steps * chosen.latency + sent / chosen.bandwidth
+        busy = sent / chosen.bandwidth
+        on_up = chosen is spec.scale_up and (link == "scale_up" or span <= spec.domain_size)
+        return steps * chosen.latency, (busy if on_up else 0.0), (0.0 if on_up else busy)
     up, out = _link(spec, "scale_up", spec.domain_size), _link(spec, "scale_out", span)
     share = (n - per_domain) / (n - 1) if kind == "all_to_all" else 1 / per_domain
-    return steps * out.latency + max(sent * share / out.bandwidth, sent * (1 - share) / up.bandwidth)
+    return steps * out.latency, sent * (1 - share) / up.bandwidth, sent * share / out.bandwidth
 
 
 # ---------------------------------------------------------------------------------------------
@@ -219,7 +242,11 @@ class Layout:
     - ``schedule`` (:data:`SCHEDULES`) and ``virtual_stages`` (model chunks per GPU, interleaved
       schedule only);
     - ``stage_layers``: the layers of each pipeline stage (``pp * virtual_stages`` entries, stage
-      ``i`` on GPU ``i mod pp``); empty means an even split.
+      ``i`` on GPU ``i mod pp``, or in a V for the V schedules); empty means an even split;
+    - ``scatter_gather``: Megatron-LM's scatter/gather optimisation (Narayanan et al. 2021): each of
+      the ``tp`` ranks sends ``1/tp`` of the activations across a pipeline boundary (they are
+      re-assembled by an all-gather over the scale-up link, not counted), as sequence parallelism
+      does anyway.
 
     ``ep`` divides ``dp`` (the experts of a layer are spread over ``ep`` of the data-parallel
     ranks; each expert is replicated on ``dp * cp / ep`` GPUs). Validated on construction; what
@@ -240,12 +267,14 @@ class Layout:
     schedule: str = "1f1b"
     virtual_stages: int = 1
     stage_layers: tuple[int, ...] = ()
+    scatter_gather: bool = False
 
     def __post_init__(self) -> None:
         for name in ("tp", "pp", "dp", "cp", "ep", "microbatch_size", "microbatches", "virtual_stages"):
             check_int(name, getattr(self, name))
         check_int("zero_stage", self.zero_stage, minimum=0, maximum=3)
         check_bool("sequence_parallel", self.sequence_parallel)
+        check_bool("scatter_gather", self.scatter_gather)
         check_choice("recompute", self.recompute, RECOMPUTE_MODES)
         check_choice("schedule", self.schedule, SCHEDULES)
         if self.dp % self.ep:
@@ -291,14 +320,31 @@ class Layout:
 
 
 def _check_schedule(pp: int, microbatches: int, schedule: str, virtual_stages: int) -> None:
-    if virtual_stages > 1 and schedule != "interleaved":
-        raise ValueError(f"virtual_stages={virtual_stages} needs schedule='interleaved', got {schedule!r}")
+    """PyTorch's (and Megatron-LM's) requirements of each schedule on ``pp``, ``m`` and ``v``."""
+    multi = ("interleaved", "interleaved_zb", "zbv", "dualpipev")
+    if virtual_stages > 1 and schedule not in multi:
+        raise ValueError(f"virtual_stages={virtual_stages} needs a schedule with several chunks per GPU "
+                         f"({', '.join(multi)}), got schedule={schedule!r}")
     if schedule == "1f1b" and microbatches < pp:
         raise ValueError(f"schedule='1f1b' needs microbatches >= pp (PyTorch's Schedule1F1B requires it): "
                          f"microbatches={microbatches}, pp={pp}")
     if schedule == "interleaved" and microbatches % pp:
         raise ValueError(f"schedule='interleaved' needs pp={pp} to divide microbatches={microbatches} "
                          "(Megatron-LM's interleaved schedule)")
+    if schedule == "interleaved_zb":
+        if virtual_stages < 2:
+            raise ValueError("schedule='interleaved_zb' needs virtual_stages >= 2 (PyTorch's "
+                             "ScheduleInterleavedZeroBubble runs several chunks per GPU)")
+        rounds = max(1, microbatches // pp)
+        if microbatches % rounds:
+            raise ValueError(f"schedule='interleaved_zb' needs microbatches={microbatches} to be a multiple of "
+                             f"its rounds max(1, m // pp) = {rounds} (PyTorch's requirement)")
+    if schedule in V_SCHEDULES and virtual_stages != 2:
+        raise ValueError(f"schedule={schedule!r} places exactly two chunks per GPU in a V: it needs "
+                         f"virtual_stages=2, got {virtual_stages}")
+    if schedule == "dualpipev" and microbatches < 2 * pp:
+        raise ValueError(f"schedule='dualpipev' needs microbatches >= 2 pp = {2 * pp} (PyTorch's "
+                         f"ScheduleDualPipeV requires as many micro-batches as stages), got {microbatches}")
 
 
 def _check_cfg(cfg: Any) -> TransformerConfig:
@@ -390,19 +436,42 @@ def pipeline_stage_layers(cfg: TransformerConfig, layout: Layout) -> tuple[tuple
     """The layer indices each of the ``pp`` pipeline GPUs holds, in execution order.
 
     The ``pp * v`` model chunks take ``stage_layers`` layers each (an even split by default);
-    chunk ``k`` lives on GPU ``k mod pp`` (interleaving: GPU 0 holds chunks ``0, pp, 2pp, ...``).
-    Derived in chapter :doc:`/chapters/parallelism`.
+    chunk ``k`` lives on GPU ``k mod pp`` (interleaving: GPU 0 holds chunks ``0, pp, 2pp, ...``),
+    or, for the V schedules (:data:`V_SCHEDULES`), on GPU ``k`` for ``k < pp`` and ``2 pp - 1 - k``
+    after (GPU 0 holds the first and the last chunk). Derived in chapter :doc:`/chapters/parallelism`.
     """
     check_layout(cfg, layout)
-    return _stage_layers(cfg.n_layers, layout.pp, layout.virtual_stages, layout.stage_layers)
+    return _stage_layers(cfg.n_layers, layout.pp, layout.virtual_stages, layout.stage_layers,
+                         _style(layout.schedule))
+
+
+def _style(schedule: str) -> str:
+    return "v" if schedule in V_SCHEDULES else "loop"
+
+
+def last_gpu(layout: Layout) -> int:
+    """The pipeline GPU that holds the last chunk (the output layer and the loss): ``pp - 1``, or 0
+    for the V schedules."""
+    return chunk_gpu(layout.pp * layout.virtual_stages - 1, layout.pp, _style(layout.schedule))
+
+
+def chunk_gpu(chunk: int, pp: int, style: str = "loop") -> int:
+    """The pipeline GPU that holds model chunk ``chunk``: ``chunk mod pp`` (``loop``) or, placed in
+    a V (``v``, two chunks per GPU), ``chunk`` for ``chunk < pp`` and ``2 pp - 1 - chunk`` after.
+    Derived in chapter :doc:`/chapters/parallelism`."""
+    if style == "v":
+        return chunk if chunk < pp else 2 * pp - 1 - chunk
+    return chunk % pp
 
 
 @lru_cache(maxsize=256)
-def _stage_layers(n_layers: int, pp: int, v: int, stage_layers: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
+def _stage_layers(n_layers: int, pp: int, v: int, stage_layers: tuple[int, ...],
+                  style: str = "loop") -> tuple[tuple[int, ...], ...]:
     chunks = pp * v
     sizes = stage_layers or (n_layers // chunks,) * chunks
     starts = [sum(sizes[:k]) for k in range(chunks)]
-    return tuple(tuple(i for k in range(r, chunks, pp) for i in range(starts[k], starts[k] + sizes[k]))
+    return tuple(tuple(i for k in range(chunks) if chunk_gpu(k, pp, style) == r
+                       for i in range(starts[k], starts[k] + sizes[k]))
                  for r in range(pp))
 
 
@@ -468,12 +537,12 @@ def stage_param_counts(cfg: TransformerConfig, layout: Layout) -> list[dict[str,
     """
     check_layout(cfg, layout)
     return [dict(d) for d in _stage_params(cfg, layout.tp, layout.ep, layout.pp, layout.virtual_stages,
-                                           layout.stage_layers)]
+                                           layout.stage_layers, _style(layout.schedule))]
 
 
 @lru_cache(maxsize=1024)
 def _stage_params(cfg: TransformerConfig, t: int, ep: int, pp: int, v: int,
-                  stage_layers: tuple[int, ...]) -> tuple[dict[str, int], ...]:
+                  stage_layers: tuple[int, ...], style: str = "loop") -> tuple[dict[str, int], ...]:
     from .params import param_breakdown
 
     bd = param_breakdown(cfg)
@@ -486,12 +555,12 @@ def _stage_params(cfg: TransformerConfig, t: int, ep: int, pp: int, v: int,
         last += vocab
     last += _vocab_shard(cfg, t) if cfg.lm_head_bias else 0
     out = []
-    for r, layers in enumerate(_stage_layers(cfg.n_layers, pp, v, stage_layers)):
+    for r, layers in enumerate(_stage_layers(cfg.n_layers, pp, v, stage_layers, style)):
         dense = expert = 0
         for i in layers:
             d, e = _layer_params_per_gpu(cfg, specs[i], t, ep)
             dense, expert = dense + d, expert + e
-        dense += (first if r == 0 else 0) + (last if r == pp - 1 else 0)
+        dense += (first if r == 0 else 0) + (last if r == chunk_gpu(pp * v - 1, pp, style) else 0)
         out.append({"dense": dense, "expert": expert})
     return tuple(out)
 
@@ -503,6 +572,7 @@ def _stage_params(cfg: TransformerConfig, t: int, ep: int, pp: int, v: int,
 
 def pipeline_bubble_fraction(
     pp: int, microbatches: int, schedule: str = "1f1b", virtual_stages: int = 1, *, relative_to: str = "step",
+    times: tuple[float, float, float] = (1.0, 1.0, 1.0),
 ) -> float:
     """Idle share of a pipelined step (equal stages, forward and backward of fixed durations).
 
@@ -510,13 +580,26 @@ def pipeline_bubble_fraction(
     interleaved schedule with ``v`` chunks per GPU cuts the idle time by ``v``. So the bubble is
     ``(p-1)/(v m + p - 1)`` of the step (``relative_to="step"``) or ``(p-1)/(v m)`` of the ideal,
     bubble-free time (``relative_to="compute"``: Narayanan et al.'s and Llama 3's "bubble
-    ratio"), with ``v = 1`` for GPipe and 1F1B. Derived in chapter :doc:`/chapters/parallelism`.
+    ratio"), with ``v = 1`` for GPipe and 1F1B. The zero-bubble schedules (``interleaved_zb``,
+    ``zbv``, ``dualpipev``) have no closed form: their bubble is that of the order PyTorch runs
+    (:func:`llmmath.steptime.pipeline_order`) simulated with a stage's forward, input-gradient and
+    weight-gradient times in the ratio ``times`` (default ``F = I = W``, the zero-bubble paper's
+    assumption; :func:`llmmath.steptime.simulate_pipeline`). Derived in chapter
+    :doc:`/chapters/parallelism`.
     """
     p, m, v = check_int("pp", pp), check_int("microbatches", microbatches), check_int("virtual_stages", virtual_stages)
     check_choice("schedule", schedule, SCHEDULES)
     check_choice("relative_to", relative_to, ("step", "compute"))
     _check_schedule(p, m, schedule, v)
-    return (p - 1) / (v * m + (p - 1 if relative_to == "step" else 0))
+    if schedule in ("gpipe", "1f1b", "interleaved"):
+        return (p - 1) / (v * m + (p - 1 if relative_to == "step" else 0))
+    from .steptime import simulate_pipeline
+
+    f, i, w = (check_positive(f"times[{k}]", x) for k, x in enumerate(times))
+    chunk = [(f / v, i / v, w / v)] * (p * v)
+    span = simulate_pipeline(schedule, p, m, v, chunk)
+    work = m * (f + i + w)
+    return (span - work) / (span if relative_to == "step" else work)
 
 
 def pipeline_in_flight(pp: int, microbatches: int, schedule: str = "1f1b", virtual_stages: int = 1,
@@ -528,7 +611,9 @@ def pipeline_in_flight(pp: int, microbatches: int, schedule: str = "1f1b", virtu
     forwards before its first backward). Interleaved: ``min(v m, (v-1) p + 2(p-1-r) + 1)`` chunks
     (Megatron-LM's and PyTorch's warm-up count plus the forward that precedes the first backward);
     on GPU 0 that is ``p (v+1) - 1``, i.e. ``1 + (p-1)/(p v)`` times the ``L`` layers of activations
-    of 1F1B. Derived in chapter :doc:`/chapters/parallelism`.
+    of 1F1B. Zero-bubble schedules: the most chunks whose forward has run and whose weight gradient
+    has not, in the order PyTorch runs (:func:`llmmath.steptime.pipeline_order`; a chunk's inputs
+    are kept until its weight gradient). Derived in chapter :doc:`/chapters/parallelism`.
     """
     p, m, v = check_int("pp", pp), check_int("microbatches", microbatches), check_int("virtual_stages", virtual_stages)
     check_choice("schedule", schedule, SCHEDULES)
@@ -538,7 +623,15 @@ def pipeline_in_flight(pp: int, microbatches: int, schedule: str = "1f1b", virtu
         return m
     if schedule == "1f1b":
         return min(m, p - r)
-    return min(v * m, (v - 1) * p + 2 * (p - 1 - r) + 1)
+    if schedule == "interleaved":
+        return min(v * m, (v - 1) * p + 2 * (p - 1 - r) + 1)
+    from .steptime import pipeline_order
+
+    held = peak = 0
+    for kind, _, _ in pipeline_order(schedule, p, m, v)[r]:
+        held += 1 if kind == "F" else -1 if kind in ("B", "W") else 0
+        peak = max(peak, held)
+    return peak
 
 
 # ---------------------------------------------------------------------------------------------
@@ -605,7 +698,7 @@ def stage_activation_bytes(
         per_mb += sbh  # the embedding dropout's 1-byte mask
     in_flight = pipeline_in_flight(layout.pp, layout.microbatches, layout.schedule, v, r)
     total = per_mb * in_flight // v
-    if r == layout.pp - 1:
+    if r == last_gpu(layout):
         head = 2 * B * sbh + _FP32 * b * (s // cp) * _vocab_shard(cfg, t)
         total += head * (layout.microbatches if layout.schedule == "gpipe" else 1)
     return total
@@ -703,7 +796,8 @@ def step_collectives(
       each local token (``b s' k h B``, divided by ``t`` with sequence parallelism) in the forward
       and again in the backward.
     - **pp**: a p2p send of the activations (``b s' h B``, ``/t`` with sequence parallelism) per
-      chunk boundary and micro-batch forward, and of their gradients backward.
+      chunk boundary that crosses to another GPU and micro-batch forward, and of their gradients
+      backward (the turn of a V schedule stays on its GPU).
     - **dp** (once per step unless noted), over the ``dp cp`` ranks for the non-expert and
       ``dp cp / ep`` ranks for the expert parameters, gradients in the precision's gradient bytes:
       ZeRO-0 an all-reduce of the gradients; ZeRO-1 a reduce-scatter of the gradients and an
@@ -751,9 +845,13 @@ def step_collectives(
         a2a = tokens * cfg.experts_per_token * h * B
         add("ep", "all_to_all", ep, a2a, (2 + redo) * n_moe * m, "forward", t * cp)
         add("ep", "all_to_all", ep, a2a, 2 * n_moe * m, "backward", t * cp)
-    p2p = act // (t if sp else 1)
-    add("pp", "p2p", 2, p2p, v * m - (m if r == pp - 1 else 0), "forward", t * cp * layout.dp)
-    add("pp", "p2p", 2, p2p, v * m - (m if r == 0 else 0), "backward", t * cp * layout.dp)
+    p2p = act // (t if sp or layout.scatter_gather else 1)
+    style, chunks = _style(layout.schedule), pp * v
+    mine = [k for k in range(chunks) if chunk_gpu(k, pp, style) == r]
+    sends_fwd = sum(k < chunks - 1 and chunk_gpu(k + 1, pp, style) != r for k in mine)
+    sends_bwd = sum(k > 0 and chunk_gpu(k - 1, pp, style) != r for k in mine)
+    add("pp", "p2p", 2, p2p, sends_fwd * m, "forward", t * cp * layout.dp)
+    add("pp", "p2p", 2, p2p, sends_bwd * m, "backward", t * cp * layout.dp)
     p_bytes, g_bytes = _COMM_BYTES[precision]
     params = stage_param_counts(cfg, layout)[r]
     groups = ((params["dense"], layout.dp * cp, t), (params["expert"], layout.dp * cp // ep, t * ep))
@@ -807,39 +905,6 @@ def communication_seconds(
     return out
 
 
-def dp_hiding_tokens(
-    n_params: float, gpu: str | Accelerator, *, n: int | None = None, zero_stage: int = 0,
-    grad_bytes: int = 2, param_bytes: int = 2, link: str = "scale_out", precision: str = "bf16_tensor",
-    window: float = 2 / 3, flops_per_param_token: float = 6,
-) -> float:
-    """Tokens per step that each data-parallel replica (one GPU with pure data parallelism) must
-    process for the data-parallel communication of its ``n_params`` parameters to hide behind the
-    backward pass: the ``T`` with ``window x k N T / peak = bytes / beta``, i.e.
-    ``T = bytes peak / (window k N beta)``.
-
-    ``bytes`` per GPU and step: ``2(n-1)/n N g`` for ZeRO 0-2 (the all-reduce, or its
-    reduce-scatter + all-gather halves), ``(n-1)/n N (2 p + g)`` for ZeRO-3 (two all-gathers and a
-    reduce-scatter) with ``n`` the group size (``None``: the large-``n`` limit). ``window``: the
-    share of the step's ``k N T`` FLOPs (``k = 6``) that can overlap it, ``2/3`` (the backward
-    pass). ``N`` cancels, and so do tensor and pipeline parallelism (each GPU of a replica holds
-    and computes ``1/(t p)`` of it): the answer is the ratio of peak FLOP/s to link bandwidth.
-    Derived in chapter :doc:`/chapters/parallelism`.
-    """
-    N = check_positive("n_params", n_params)
-    spec = accelerator(gpu)
-    z = check_int("zero_stage", zero_stage, minimum=0, maximum=3)
-    g, p = check_int("grad_bytes", grad_bytes), check_int("param_bytes", param_bytes)
-    w = check_positive("window", window)
-    k = check_positive("flops_per_param_token", flops_per_param_token)
-    check_choice("link", link, ("scale_up", "scale_out"))
-    frac = 1.0 if n is None else (check_int("n", n) - 1) / n
-    volume = frac * N * (2 * g if z < 3 else 2 * p + g)
-    chosen = spec.scale_up if link == "scale_up" else spec.scale_out
-    if chosen is None:
-        raise ValueError(f"gpu {spec.name!r} has no {link} link in llmmath.hardware")
-    return volume * gpu_peak_flops(spec, precision) / (w * k * N * chosen.bandwidth)
-
-
 def tp_comm_compute_ratio(
     hidden_size: int, tp: int, gpu: str | Accelerator, *, link: str = "scale_up", bytes_per_value: int = 2,
     precision: str = "bf16_tensor",
@@ -865,116 +930,8 @@ def tp_comm_compute_ratio(
 
 
 # ---------------------------------------------------------------------------------------------
-# step time, MFU and the search
+# layouts for a search
 # ---------------------------------------------------------------------------------------------
-
-
-@lru_cache(maxsize=1024)
-def _layer_flops(cfg: TransformerConfig, spec: LayerSpec, b: int, s: int, recompute: str, flash: bool) -> int:
-    """Training FLOPs (forward + backward + recomputation) of one layer of kind ``spec`` on ``b``
-    sequences of ``s`` tokens."""
-    from .flops import layer_forward_flops
-
-    one = cfg.replace(n_layers=1, attention_types=(spec.attention,), mlp_types=(spec.mlp,) if cfg.is_moe else ())
-    skip = flash and cfg.causal  # a fused causal kernel skips the masked blocks
-    return 3 * layer_forward_flops(one, b, s, skip_masked=skip) + recompute_flops(
-        one, b, s, recompute=recompute, flash_attention=flash, skip_masked=skip)
-
-
-@lru_cache(maxsize=256)
-def _head_flops(cfg: TransformerConfig, b: int, s: int) -> int:
-    from .flops import flops_breakdown
-
-    bd = flops_breakdown(cfg, b, s)
-    return 3 * (bd["lm_head"] + bd["embedding_projection"] + bd["pooler"])
-
-
-def step_time(
-    cfg: TransformerConfig, layout: Layout, seq: int, gpu: str | Accelerator, *, efficiency: float = 1.0,
-    precision: str = "bf16_tensor", overlap: tuple[str, ...] = ("dp", "cp", "pp"), flash_attention: bool = False,
-    state_precision: str = "mixed", bytes_per_value: int = 2, sp_saves_gathered: bool = False,
-) -> dict[str, float]:
-    """Estimated seconds of one training step and its MFU.
-
-    Compute: each stage's training FLOPs per micro-batch (its layers' forward x 3 plus the
-    recomputation, the output layer on the last stage; with ``flash_attention`` a causal model's
-    attention counts only the unmasked query-key pairs, as fused kernels skip the rest), divided
-    by ``tp * cp``, at
-    ``efficiency x peak``; the slowest stage sets the pace ``t_mb`` (plus its tensor-, context-,
-    expert- and pipeline-parallel communication per micro-batch, a kind listed in ``overlap``
-    hidden up to the compute beside it). The pipeline takes ``(m + (p-1)/v) t_mb``: ``m t_mb`` of
-    work and a bubble of ``(p-1)/v t_mb``. The data-parallel communication (once per step, or per
-    micro-batch with ZeRO-2/3) is added where it exceeds the backward of the last micro-batch
-    (``2/3 t_mb``; with ZeRO-2/3 the whole step's compute) when ``"dp"`` is in ``overlap``.
-    MFU: the model's training FLOPs without recomputation (:func:`llmmath.flops.training_flops`,
-    counting attention as the compute does: only the causal pairs with ``flash_attention``) over
-    ``n_gpus x peak x step`` (:func:`llmmath.flops.mfu` counts every pair of the ``s x s``
-    matrix). Returns ``compute`` (``m t_mb`` without communication), ``bubble``,
-    ``exposed_communication``, ``step`` (seconds), ``tokens_per_second`` and ``mfu``.
-    Derived in chapter :doc:`/chapters/parallelism`.
-    """
-    from .flops import training_flops
-
-    cfg, layout = _check_cfg(cfg), _check_layout_type(layout)
-    s = check_int("seq", seq)
-    check_layout(cfg, layout, s)
-    spec = accelerator(gpu)
-    eff = check_positive("efficiency", efficiency)
-    if eff > 1:
-        raise ValueError(f"efficiency must lie in (0, 1], got {eff}")
-    if not isinstance(overlap, tuple) or any(k not in PARALLELISMS for k in overlap):
-        raise ValueError(f"overlap must be a tuple of kinds from {PARALLELISMS}, got {overlap!r}")
-    flash = check_bool("flash_attention", flash_attention)
-    rate = gpu_peak_flops(spec, precision) * eff
-    b, m, p, v = layout.microbatch_size, layout.microbatches, layout.pp, layout.virtual_stages
-    stages = pipeline_stage_layers(cfg, layout)
-    per_mb_kinds = ("tp", "cp", "ep", "pp")
-    t_mb, t_compute, exposed_mb = 0.0, 0.0, 0.0
-    for r, layers in enumerate(stages):
-        flops = sum(n * _layer_flops(cfg, spec, b, s, layout.recompute, flash)
-                    for spec, n in _spec_counts(cfg, layers).items())
-        if r == p - 1:
-            flops += _head_flops(cfg, b, s)
-        compute = flops / (layout.tp * layout.cp) / rate
-        comm = dict.fromkeys(per_mb_kinds, 0.0)
-        for c in step_collectives(cfg, layout, s, stage=r, precision=state_precision,
-                                  bytes_per_value=bytes_per_value, sp_saves_gathered=sp_saves_gathered):
-            if c.parallelism in per_mb_kinds:
-                comm[c.parallelism] += _collective_time(c, spec) / m
-        exposed = sum(max(0.0, x - compute) if k in overlap else x for k, x in comm.items())
-        if compute + exposed > t_mb:
-            t_mb, t_compute, exposed_mb = compute + exposed, compute, exposed
-    dp_seconds = sum(_collective_time(c, spec) for c in step_collectives(
-        cfg, layout, s, precision=state_precision, bytes_per_value=bytes_per_value) if c.parallelism == "dp")
-    window = (m * t_compute if layout.zero_stage >= 2 else 2 / 3 * t_compute) if "dp" in overlap else 0.0
-    dp_exposed = max(0.0, dp_seconds - window)
-    bubble = (p - 1) / v * t_mb
-    step = m * t_mb + bubble + dp_exposed
-    tokens = layout.global_batch * s
-    model_flops = training_flops(cfg, layout.global_batch, s, skip_masked=flash and cfg.causal)
-    return {
-        "compute": m * t_compute,
-        "bubble": bubble,
-        "exposed_communication": m * exposed_mb + dp_exposed,
-        "step": step,
-        "tokens_per_second": tokens / step,
-        "mfu": model_flops / (layout.n_gpus * gpu_peak_flops(spec, precision) * step),
-    }
-
-
-class Plan(NamedTuple):
-    """One candidate of :func:`search_layouts`: the ``layout``, the bytes of its most loaded GPU
-    (``memory``), whether they fit (``fits``), its estimated ``step`` seconds and ``mfu``."""
-
-    layout: Layout
-    memory: int
-    fits: bool
-    step: float
-    mfu: float
-
-
-def _divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
 
 
 def balanced_stage_layers(n_layers: int, stages: int) -> tuple[int, ...]:
@@ -992,73 +949,14 @@ def balanced_stage_layers(n_layers: int, stages: int) -> tuple[int, ...]:
     return tuple(q + (i < r) for i in range(k))
 
 
-def search_layouts(
-    cfg: TransformerConfig, n_gpus: int, gpu: str | Accelerator, seq: int, global_batch: int, *,
-    tp: tuple[int, ...] | None = None, pp: tuple[int, ...] | None = None, cp: tuple[int, ...] = (1,),
-    ep: tuple[int, ...] | None = None, zero_stages: tuple[int, ...] = (1,),
-    recompute: tuple[str, ...] = RECOMPUTE_MODES, microbatch_sizes: tuple[int, ...] = (1, 2, 4),
-    virtual_stages: tuple[int, ...] = (1,), sequence_parallel: bool = True, usable_memory: float = 1.0,
-    **kwargs: Any,
-) -> list[Plan]:
-    """Every layout of ``n_gpus`` GPUs for ``global_batch`` sequences of ``seq`` tokens, with its
-    memory (:func:`memory_per_gpu`) and step time (:func:`step_time`), best first: the layouts
-    that fit (``memory <= usable_memory x gpu memory``) by step time, then the others by memory.
+#: Names that moved to :mod:`llmmath.steptime` (the one step-time model); ``from llmmath.parallel
+#: import step_time`` keeps working.
+_MOVED = ("step_time", "dp_hiding_tokens", "search_layouts", "Plan")
 
-    Enumerated: ``tp`` (default the powers of two up to the scale-up domain), ``pp`` (default the
-    divisors of ``n_layers`` and the powers of two, up to ``n_gpus``; layers split by
-    :func:`balanced_stage_layers` when ``pp`` does not divide them), ``cp``, ``ep`` (default the divisors of
-    ``n_experts`` for a mixture of experts), ZeRO stages, recomputation modes, micro-batch sizes and
-    virtual stages; ``dp = n_gpus / (tp pp cp)`` and ``microbatches = global_batch / (dp b)`` must
-    be integers, the schedule is 1F1B (interleaved when ``virtual_stages > 1``). Combinations that
-    :func:`check_layout` rejects are skipped (and interleaving with ``pp = 1``, the same layout as
-    1F1B). Keyword arguments go to both estimates (``precision`` of the optimizer state as
-    ``state_precision`` in :func:`step_time`, ``peak_precision`` as its ``precision``;
-    ``flash_attention``, ``efficiency``, ...). Derived in chapter :doc:`/chapters/parallelism`.
-    """
-    cfg = _check_cfg(cfg)
-    n, s, batch = check_int("n_gpus", n_gpus), check_int("seq", seq), check_int("global_batch", global_batch)
-    spec = accelerator(gpu)
-    usable = check_positive("usable_memory", usable_memory)
-    tps = tp or tuple(2**i for i in range(8) if 2**i <= spec.domain_size)
-    pps = pp or tuple(sorted({d for d in _divisors(cfg.n_layers) if d <= n}
-                             | {2**i for i in range(1, 12) if 2**i <= min(n, cfg.n_layers)}))
-    eps = ep or (tuple(_divisors(cfg.n_experts)) if cfg.is_moe else (1,))
-    mem_kw = {k: kwargs[k] for k in ("precision", "optimizer", "flash_attention", "dropout", "bytes_per_value")
-              if k in kwargs}
-    time_kw = {k: v for k, v in kwargs.items() if k not in ("precision", "optimizer", "dropout", "peak_precision")}
-    if "precision" in kwargs:
-        time_kw["state_precision"] = kwargs["precision"]
-    if "peak_precision" in kwargs:
-        time_kw["precision"] = kwargs["peak_precision"]
-    plans: list[Plan] = []
-    for t in tps:
-        for p in pps:
-            for c in cp:
-                if n % (t * p * c):
-                    continue
-                d = n // (t * p * c)
-                for e in eps:
-                    for b in microbatch_sizes:
-                        if d % e or batch % (d * b):
-                            continue
-                        m = batch // (d * b)
-                        for v in virtual_stages:
-                            if v > 1 and p == 1:  # interleaving one stage is the same layout
-                                continue
-                            for z in zero_stages:
-                                for rec in recompute:
-                                    try:
-                                        layout = Layout(tp=t, pp=p, dp=d, cp=c, ep=e, zero_stage=z,
-                                                        sequence_parallel=sequence_parallel and t > 1,
-                                                        recompute=rec, microbatch_size=b, microbatches=m,
-                                                        schedule="interleaved" if v > 1 else "1f1b",
-                                                        virtual_stages=v,
-                                                        stage_layers=balanced_stage_layers(cfg.n_layers, p * v))
-                                        check_layout(cfg, layout, s)
-                                    except ValueError:
-                                        continue
-                                    mem = memory_per_gpu(cfg, layout, s, **mem_kw)["total"]
-                                    est = step_time(cfg, layout, s, spec, **time_kw)
-                                    plans.append(Plan(layout, mem, mem <= usable * spec.memory_bytes,
-                                                      est["step"], est["mfu"]))
-    return sorted(plans, key=lambda pl: (not pl.fits, pl.step if pl.fits else pl.memory))
+
+def __getattr__(name: str) -> Any:
+    if name in _MOVED:
+        from . import steptime
+
+        return getattr(steptime, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

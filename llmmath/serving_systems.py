@@ -36,16 +36,20 @@ from ._validate import check_choice, check_int, check_positive
 from .config import TransformerConfig
 from .hardware import Accelerator, accelerator, gpu_peak_flops
 from .inference import (
-    ALLREDUCE_ALGORITHMS,
+    WeightFormat,
+    allreduce_algorithms,
+    allreduce_seconds,
     decode_flops_breakdown,
-    decode_step_seconds,
     experts_touched,
     forward_weight_bytes,
     kv_bytes,
+    matmul_precision,
     max_decode_batch,
     prefill_flops,
-    tp_decode_step_seconds,
+    steady_state,
+    tp_allreduce_bytes,
     tp_shard,
+    weight_format,
 )
 from .parallel import collective_bytes
 from .params import active_param_count, param_count
@@ -62,7 +66,6 @@ __all__ = [
     "saturation_rate",
     "static_batch_utilization",
     "simulate_continuous_batching",
-    "frontier_point",
     "frontier",
     "kv_capacity_bytes",
     "cost_per_million_tokens",
@@ -140,16 +143,21 @@ def _check_cfg(cfg: Any) -> TransformerConfig:
 
 
 def step_costs(
-    cfg: TransformerConfig, gpu: str | Accelerator, *, tp: int = 1, dtype: str = "bf16", kv_dtype: str = "bf16",
-    precision: str = "bf16_tensor", attention_precision: str = "bf16_tensor", mla: str = "absorbed",
+    cfg: TransformerConfig, gpu: str | Accelerator, *, tp: int = 1, dtype: str | WeightFormat = "bf16",
+    kv_dtype: str = "bf16", precision: str | None = None, attention_precision: str | None = None,
+    mla: str = "absorbed",
 ) -> StepCosts:
     """The :class:`StepCosts` of ``cfg`` on one of ``tp`` accelerators (Megatron tensor
-    parallelism, :func:`llmmath.tp_shard`), weights stored as ``dtype`` and multiplied at
-    ``precision`` (``fp8_tensor`` for W8A8-FP8), the cache as ``kv_dtype``. Each coefficient is a
-    difference of two exact counts: ``key_flops`` is ``decode_flops_breakdown`` at contexts 2 and 1,
-    ``row_bytes`` is ``forward_weight_bytes`` at 2 and 1 tokens, and so on; the all-reduce
-    coefficients of each all-reduce algorithm come from :func:`llmmath.tp_decode_step_seconds` at
-    two batch sizes (its time is affine in the message).
+    parallelism, :func:`llmmath.tp_shard`), weights stored as ``dtype`` (a format name or a
+    :class:`~llmmath.WeightFormat`) and multiplied at ``precision`` (default: the peak the format
+    runs at, :func:`llmmath.matmul_precision`: W8A8-FP8 at the FP8 peak, W8A16 and W4A16 at the
+    16-bit peak), attention at ``attention_precision`` (default the 16-bit peak), the cache as
+    ``kv_dtype``. Each coefficient is a difference of two exact counts: ``key_flops`` is
+    ``decode_flops_breakdown`` at contexts 2 and 1, ``row_bytes`` is ``forward_weight_bytes`` at 2
+    and 1 tokens, and so on; each all-reduce algorithm the accelerators offer
+    (:func:`llmmath.allreduce_algorithms`) gives the ``(c_0, c_1)`` of the ``2L`` all-reduces of
+    :func:`llmmath.tp_allreduce_bytes` timed by :func:`llmmath.allreduce_seconds` at 1 and 2
+    tokens (affine in the message).
     A mixture of experts reads the fewest experts a batch can touch (``k`` per layer), which keeps
     the step a bound; its FLOPs do not depend on the routing.
     Derived in chapter :doc:`/chapters/serving-systems`.
@@ -157,21 +165,23 @@ def step_costs(
     cfg = _check_cfg(cfg)
     spec = accelerator(gpu)
     t = check_int("tp", tp)
+    fmt = weight_format(dtype)
+    precision = matmul_precision(fmt, spec) if precision is None else precision
+    attention_precision = matmul_precision("bf16", spec) if attention_precision is None else attention_precision
     shard = tp_shard(cfg, t)
     one, two = (decode_flops_breakdown(shard, 1, n, mla=mla) for n in (1, 2))
     head = one["lm_head"]
     token = sum(v for k, v in one.items() if k not in _ATTN) - head
     key = sum(two[k] - one[k] for k in _ATTN)
-    w1 = forward_weight_bytes(shard, 1, 1, dtype, experts="min")
-    row = forward_weight_bytes(shard, 2, 1, dtype, experts="min") - w1
+    w1 = forward_weight_bytes(shard, 1, 1, fmt, experts="min")
+    row = forward_weight_bytes(shard, 2, 1, fmt, experts="min") - w1
     comm = []
     if t > 1:
-        kw = dict(dtype=dtype, kv_dtype=kv_dtype, precision=precision, mla=mla)
-        alone = [decode_step_seconds(shard, b, 1, spec, **kw) for b in (1, 2)]
-        for algorithm in ALLREDUCE_ALGORITHMS:
-            both = [tp_decode_step_seconds(cfg, b, 1, spec, t, allreduce=algorithm, **kw) - alone[b - 1]
-                    for b in (1, 2)]
-            comm.append((both[0] - (both[1] - both[0]), both[1] - both[0]))
+        count = (1 if cfg.parallel_block else 2) * cfg.n_layers
+        for algorithm in allreduce_algorithms(spec, t):
+            one, two = (count * allreduce_seconds(tp_allreduce_bytes(cfg, k) / count, t, spec, algorithm)
+                        for k in (1, 2))
+            comm.append((2 * one - two, two - one))
     return StepCosts(
         name=cfg.name, gpus=t, token_flops=token, head_flops=head, weight_bytes=w1, row_bytes=row,
         vocab=shard.vocab_size, key_flops=key,
@@ -502,29 +512,13 @@ def simulate_continuous_batching(
 # ---------------------------------------------------------------------------------------------
 
 
-def frontier_point(costs: StepCosts, prompt: int, output: int, batch: float) -> dict[str, float]:
-    """One point of the latency-throughput frontier: the steady state in which ``batch``
-    sequences decode in every step, each request of ``prompt`` and ``output`` tokens, its prompt
-    processed in chunks beside the decodes (Little's law: ``b / (s_o - 1)`` prompts per step).
-    Returns the step time (the inter-token latency bound), the per-user rate ``1 / t`` and the
-    output tokens per second per accelerator, ``s_o b / ((s_o - 1) t G)``, an upper bound.
-    Derived in chapter :doc:`/chapters/serving-systems`.
-    """
-    req = request_costs(costs, prompt, output)
-    b = check_positive("batch", batch)
-    per_step = b / max(req.decode_steps, 1)
-    t = step_seconds(costs, b, b * req.mean_context, per_step * req.prompt,
-                     per_step * req.prompt * (req.prompt + 1) / 2, per_step)
-    return {"batch": b, "itl": t, "tokens_per_second_per_user": 1 / t,
-            "tokens_per_second_per_gpu": req.output * per_step / (t * costs.gpus)}
-
-
 def kv_capacity_bytes(
-    cfg: TransformerConfig, gpu: str | Accelerator, *, reserve_bytes: int, tp: int = 1, dtype: str = "bf16",
-    kv_dtype: str = "bf16",
+    cfg: TransformerConfig, gpu: str | Accelerator, *, reserve_bytes: int | None = None, tp: int = 1,
+    dtype: str | WeightFormat = "bf16", kv_dtype: str = "bf16",
 ) -> int:
     """Bytes of KV cache one of ``tp`` accelerators can hold beside its shard of the weights and a
-    ``reserve_bytes`` reserve: :func:`llmmath.max_decode_batch` at a one-token context (the free
+    ``reserve_bytes`` reserve (default: what vLLM's default memory budget leaves, as
+    :func:`llmmath.max_decode_batch`): ``max_decode_batch`` at a one-token context (the free
     memory divided by one token's cache, rounded down) times one token's cache.
     Derived in chapter :doc:`/chapters/serving-systems`.
     """
@@ -534,20 +528,36 @@ def kv_capacity_bytes(
 
 
 def frontier(
-    costs: StepCosts, prompt: int, output: int, kv_capacity: float, *, points: int = 40,
+    cfg: TransformerConfig, gpu: str | Accelerator, prompt: int, output: int, *, tp: int = 1,
+    dtype: str | WeightFormat = "bf16", kv_dtype: str = "bf16", precision: str | None = None,
+    reserve_bytes: int | None = None, points: int = 40,
 ) -> list[dict[str, float]]:
-    """The latency-throughput frontier of a replica: :func:`frontier_point` at ``points`` batch
-    sizes spaced geometrically from 1 to the largest the cache holds, ``b_max = M / (q_kv (n + 1))``
-    with ``M = kv_capacity`` bytes per accelerator and ``n`` the mean context of a decode step
-    (Little's law on the cache: each decoding sequence holds its context). Empty if not one
-    sequence fits. Derived in chapter :doc:`/chapters/serving-systems`.
+    """The latency-throughput frontier of a replica of ``tp`` accelerators serving requests of
+    ``prompt`` and ``output`` tokens: at ``points`` batch sizes spaced geometrically from 1 to the
+    largest the cache holds, the steady state of :func:`llmmath.steady_state` (the prompts' chunks
+    ride in the decode steps): the step (``itl``, a bound on the inter-token latency), the
+    per-user rate ``1 / itl`` and the output tokens per second per accelerator. The largest batch
+    is Little's law on a paged cache: ``b_max = M / (q_kv (n + 1))``, ``M`` the cache capacity
+    (:func:`kv_capacity_bytes`) and ``n`` the mean context of a decode step, so sequences hold
+    their current length, not the longest. Empty if not one sequence fits.
+    Derived in chapter :doc:`/chapters/serving-systems`.
     """
-    req = request_costs(costs, prompt, output)
-    cap = check_positive("kv_capacity", kv_capacity, allow_zero=True)
-    top = cap / (costs.kv_token_bytes * (req.mean_context + 1))
+    s_p, s_o = check_int("prompt", prompt), check_int("output", output)
+    spec = accelerator(gpu)
+    room = kv_capacity_bytes(cfg, spec, reserve_bytes=reserve_bytes, tp=tp, dtype=dtype, kv_dtype=kv_dtype)
+    steps = s_o - 1
+    mean_context = (steps * s_p + steps * (steps - 1) // 2) / steps if steps else s_p
+    top = room / (kv_bytes(tp_shard(cfg, tp), 1, 1, kv_dtype) * (mean_context + 1))
     if top < 1:
         return []
-    return [frontier_point(costs, prompt, output, float(b)) for b in np.geomspace(1, top, check_int("points", points))]
+    out = []
+    for b in sorted({max(1, int(x)) for x in np.geomspace(1, top, check_int("points", points))}):
+        st = steady_state(cfg, b, s_p, s_o, spec, tp=tp, dtype=dtype, kv_dtype=kv_dtype, precision=precision,
+                          check_memory=False)
+        itl = st["seconds_per_output_token"]
+        out.append({"batch": b, "itl": itl, "tokens_per_second_per_user": 1 / itl,
+                    "tokens_per_second_per_gpu": st["tokens_per_second_per_gpu"]})
+    return out
 
 
 def cost_per_million_tokens(tokens_per_second_per_gpu: float, price_per_gpu_hour: float) -> float:
@@ -761,8 +771,9 @@ def ep_all_to_all_seconds(
 
 
 def dp_ep_decode_step_seconds(
-    cfg: TransformerConfig, batch: int, context: int, gpu: str | Accelerator, ep: int, *, dtype: str = "fp8",
-    kv_dtype: str = "bf16", precision: str = "fp8_tensor", attention_precision: str = "bf16_tensor",
+    cfg: TransformerConfig, batch: int, context: int, gpu: str | Accelerator, ep: int, *,
+    dtype: str | WeightFormat = "fp8", kv_dtype: str = "bf16", precision: str | None = None,
+    attention_precision: str | None = None,
     experts: str = "min", all_to_all: bool = False, queries: int = 1,
 ) -> float:
     """Lower bound on a decode step of a mixture of experts served as DeepSeek serves it:
@@ -783,6 +794,9 @@ def dp_ep_decode_step_seconds(
     if not isinstance(cfg, TransformerConfig) or not cfg.is_moe:
         raise ValueError("dp_ep_decode_step_seconds needs a mixture-of-experts TransformerConfig")
     spec = accelerator(gpu)
+    fmt = weight_format(dtype)
+    precision = matmul_precision(fmt, spec) if precision is None else precision
+    attention_precision = matmul_precision("bf16", spec) if attention_precision is None else attention_precision
     b, n, e = check_int("batch", batch), check_int("context", context), check_int("ep", ep)
     m = check_int("queries", queries)
     check_choice("experts", experts, ("min", "expected"))
@@ -794,7 +808,7 @@ def dp_ep_decode_step_seconds(
     per_expert = routed // (n_moe * (cfg.n_experts - cfg.experts_per_token))
     other = param_count(cfg) - n_moe * cfg.n_experts * per_expert  # replicated on every accelerator
     touched = 0.0 if experts == "min" else experts_touched(cfg, b * m * e, "expected") / e
-    weight_bytes = (other + n_moe * touched * per_expert) * dtype_bits(dtype) / 8
+    weight_bytes = (other + n_moe * touched * per_expert) * dtype_bits(fmt.dtype) / 8  # scales left out
     weights = max(weight_flops / gpu_peak_flops(spec, precision), weight_bytes / spec.memory_bandwidth)
     attend = max(attention / gpu_peak_flops(spec, attention_precision),
                  kv_bytes(cfg, b, n, kv_dtype) / spec.memory_bandwidth)
@@ -885,7 +899,7 @@ class MeasuredServing:
     notes: str = ""
 
 
-_KINDS = ("static", "offline", "online", "ttft", "roof")
+_KINDS = ("offline", "online", "roof")
 
 
 @lru_cache(maxsize=1)
@@ -904,17 +918,16 @@ def measured_serving() -> tuple[MeasuredServing, ...]:
 
 
 def measured_serving_bound(row: MeasuredServing) -> dict[str, float]:
-    """The book's bound for one measurement, on the same work: for ``static`` the batch's prefill
-    plus its ``s_o - 1`` decode steps at the growing context (:func:`step_seconds`), throughput
-    ``b s_o / (time G)``; for ``offline`` the replica's throughput at the largest steady state the
-    memory holds (:func:`frontier_point` at the batch whose caches fill the accelerator, no
-    reserve, or at the engine's stated batch if smaller); for ``online`` a decode step of
-    ``batch`` sequences at ``context`` per accelerator (:func:`dp_ep_decode_step_seconds` for
-    expert parallelism), each yielding ``tokens_per_step`` tokens; for ``roof`` only the weight
-    products' compute, ``pi / F_w`` tokens per second; for ``ttft`` the prefill as one step.
-    Returns ``bound`` in the measured quantity's unit and ``ratio``: measured over bound for a
-    throughput, bound over measured for a time (at most 1 when the bound is one).
-    Derived in chapter :doc:`/chapters/serving-systems`.
+    """The book's bound for one measurement, on the same work: for ``offline`` (continuous
+    batching under unlimited load) the replica's throughput at the largest steady state the
+    memory holds, no reserve (:func:`frontier`'s last point; at the engine's stated batch if
+    smaller); for ``online`` a decode step of ``batch`` sequences at ``context`` per accelerator
+    (:func:`dp_ep_decode_step_seconds` for expert parallelism, :func:`step_seconds` otherwise),
+    each yielding ``tokens_per_step`` tokens; for ``roof`` only the weight products' compute,
+    ``pi / F_w`` tokens per second. (TensorRT-LLM's static-batch and first-token rows live in
+    :func:`llmmath.serving_measurements`, bounded by :func:`llmmath.measurement_bound`.) Returns
+    ``bound`` (output tokens per second per GPU) and ``ratio``, measured over bound: at most 1
+    when the bound is one. Derived in chapter :doc:`/chapters/serving-systems`.
     """
     if not isinstance(row, MeasuredServing):
         raise TypeError(f"row must be a MeasuredServing (llmmath.measured_serving), got {type(row).__name__}")
@@ -923,11 +936,6 @@ def measured_serving_bound(row: MeasuredServing) -> dict[str, float]:
     cfg = preset(row.model)
     kw = dict(dtype=row.dtype, kv_dtype=row.kv_dtype, precision=row.precision)
     m = row.tokens_per_step
-    if row.kind == "ttft":
-        costs = step_costs(cfg, row.gpu, tp=row.tp, **kw)
-        s_p = row.prompt
-        bound = step_seconds(costs, 0, 0, s_p, s_p * (s_p + 1) / 2, 1)
-        return {"bound": bound, "ratio": bound / row.measured["seconds"]}
     if row.kind == "roof":
         costs = step_costs(cfg, row.gpu, tp=row.tp, **kw)
         bound = costs.peak / (costs.token_flops + costs.head_flops)
@@ -937,18 +945,9 @@ def measured_serving_bound(row: MeasuredServing) -> dict[str, float]:
         else:
             t = step_seconds(step_costs(cfg, row.gpu, tp=row.tp, **kw), row.batch * m, row.batch * row.context)
         bound = row.batch * m / t
-    elif row.kind == "static":
-        costs = step_costs(cfg, row.gpu, tp=row.tp, **kw)
-        b, s_p, s_o = row.batch, row.prompt, row.output
-        total = step_seconds(costs, 0, 0, b * s_p, b * s_p * (s_p + 1) / 2, b)
-        total += sum(step_seconds(costs, b, b * (s_p + j - 1)) for j in range(1, s_o))
-        bound = b * s_o / (total * costs.gpus)
     else:
-        costs = step_costs(cfg, row.gpu, tp=row.tp, **kw)
-        req = request_costs(costs, row.prompt, row.output)
-        free = kv_capacity_bytes(cfg, row.gpu, reserve_bytes=0, tp=row.tp, dtype=row.dtype, kv_dtype=row.kv_dtype)
-        b = free / (costs.kv_token_bytes * (req.mean_context + 1))
-        if row.batch is not None:
-            b = min(b, row.batch)
-        bound = frontier_point(costs, row.prompt, row.output, b)["tokens_per_second_per_gpu"]
+        curve = frontier(cfg, row.gpu, row.prompt, row.output, tp=row.tp, reserve_bytes=0, points=2, **kw)
+        top = curve[-1]["batch"] if row.batch is None else min(curve[-1]["batch"], row.batch)
+        bound = steady_state(cfg, top, row.prompt, row.output, row.gpu, tp=row.tp, check_memory=False,
+                             **kw)["tokens_per_second_per_gpu"]
     return {"bound": bound, "ratio": row.measured["tokens_per_second_per_gpu"] / bound}

@@ -20,7 +20,8 @@ Failures (exit status 1):
   - a code cell that scrolls sideways at the default window size (``VIEWPORT``): chapter code
     lines are at most 88 characters and the book's CSS makes them fit;
   - in the JupyterLite edition (``_build/html/lite``), a chapter of ``LITE_DEFAULT`` (``--lite``)
-    that does not run: see scripts/lite_test.py (it runs in this browser, after the pages).
+    that does not run, or a live calculator whose numbers do not follow its control (the
+    calculator chapter's): see scripts/lite_test.py (it runs in this browser, after the pages).
 
 Advice (printed, exit status 0 unless ``--strict``): a code block or output wider than the
 column, a content image without a caption,
@@ -41,6 +42,7 @@ import asyncio
 import functools
 import http.server
 import json
+import os
 import re
 import shutil
 import sys
@@ -60,13 +62,15 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
                  "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"]
 SEARCH_TERM, SEARCH_PAGE = "matrix", "chapters/matmul-cost.html"
 # (page, phrase): the paragraph containing the phrase must show a glued value with digits.
-GLUED = [("chapters/matmul-cost.html", "FLOPs against")]
+GLUED = [("chapters/matmul-cost.html", "by the convention")]
 LINK_ONLY = ("a.", "link[canonical]", "link[alternate]", "link[license]", "link[author]")
 SHOT_PAGES = ("chapters/preface.html", "chapters/matmul-cost.html")  # more screenshots of these
 SKIP_DIRS = {"_static", "_sources", "_images", "_downloads", "lite"}  # lite/: the JupyterLite app
 TIMEOUT_MS = 15_000
 VIEWPORT = {"width": 1280, "height": 900}  # the default window size the book is checked at
-LITE_DEFAULT = ["matmul-cost"]  # chapters run in the JupyterLite edition (scripts/lite_test.py)
+# chapters run in the JupyterLite edition (scripts/lite_test.py): matmul-cost (the bench's), and the
+# calculator, whose live calculator gets a control driven
+LITE_DEFAULT = ["matmul-cost", "calculator"]
 LITE_RESULTS: list[dict] = []
 
 
@@ -148,14 +152,34 @@ def check_links(site: Path, pages: list[str]) -> tuple[list[str], int, set[str]]
 
 # --------------------------------------------------------------------------- local server
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    """``python3 -m http.server``'s handler (Last-Modified, 304s, no Cache-Control), quiet, counting
+    what it serves into ``served`` (requests, 304 answers, bytes of the files sent)."""
+
+    served: dict[str, int] | None = None
+
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib signature
         pass
 
+    def send_response(self, code: int, message: str | None = None) -> None:
+        if self.served is not None:
+            self.served["requests"] += 1
+            self.served["not_modified"] += code == 304
+        super().send_response(code, message)
+
+    def copyfile(self, source, outputfile) -> None:  # noqa: ANN001 - stdlib signature
+        if self.served is not None:
+            self.served["bytes"] += os.fstat(source.fileno()).st_size
+        super().copyfile(source, outputfile)
+
 
 @contextmanager
-def serve(site: Path):
-    """Serve ``site`` on 127.0.0.1 at an ephemeral port; yield the base URL; stop at the end."""
-    handler = functools.partial(_QuietHandler, directory=str(site))
+def serve(site: Path, served: dict[str, int] | None = None):
+    """Serve ``site`` on 127.0.0.1 at an ephemeral port; yield the base URL; stop at the end.
+
+    ``served``: a dict whose ``requests``, ``not_modified`` and ``bytes`` count what is served."""
+    if served is not None:
+        served.update(requests=0, not_modified=0, bytes=0)
+    handler = functools.partial(type("Handler", (_QuietHandler,), {"served": served}), directory=str(site))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -544,16 +568,16 @@ async def run_lite(browser, base: str, args: argparse.Namespace, problems: list[
     """Run ``args.lite`` (chapter slugs) in the book's JupyterLite edition (scripts/lite_test.py)."""
     if not args.lite:
         return
-    from lite_test import new_lite_context, run_chapter
+    from lite_test import describe, new_lite_context, run_chapter
 
     context = await new_lite_context(browser, base, problems)
     try:
         for slug in args.lite:
             result = await run_chapter(context, base, slug, problems)
             LITE_RESULTS.append(result)
-            print(f"  lite/{slug}: kernel ready {result['kernel']:.1f} s, first code cell done "
-                  f"{result['first']:.1f} s, all {result['cells']} code cells {result['all']:.1f} s "
-                  f"({result['skipped']} skipped: need PyTorch)", flush=True)
+            print(f"  lite/{slug}: {describe(result)}, all {result['cells']} code cells {result['all']:.1f} s "
+                  f"({result['skipped']} skipped: need PyTorch)"
+                  + ("; live calculator driven" if result["live"] else ""), flush=True)
     finally:
         await context.close()
 

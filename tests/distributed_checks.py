@@ -22,7 +22,15 @@ Measured per rank:
   backward pass (``torch.autograd.graph.saved_tensors_hooks``, parameters excluded).
 - ``pipeline``: ``torch.distributed.pipelining`` schedules GPipe, 1F1B and interleaved 1F1B on a
   stack of layers: the order of the forward and backward chunks each rank runs, and the largest
-  number of micro-batches whose activations it held (``PipelineStage.fwd_cache``).
+  number of micro-batches whose activations it held (``PipelineStage.fwd_cache``); and the
+  zero-bubble schedules (``ScheduleInterleavedZeroBubble``, ``ScheduleZBVZeroBubble``,
+  ``ScheduleDualPipeV``): the order of forwards, input-gradient, weight-gradient and whole backwards.
+- ``zero``: ZeRO-1, -2 and -3 steps of two micro-batches with FSDP2 (``fully_shard``): ZeRO-3 as
+  FSDP2 runs by default; ZeRO-2 with ``reshard_after_forward=False`` and
+  ``set_reshard_after_backward(False)`` (the parameters are gathered once per step, the gradients
+  reduce-scattered after each micro-batch); ZeRO-1 with
+  gradient synchronisation only on the last micro-batch (one reduce-scatter per step, as torchtitan
+  runs FSDP with pipeline parallelism): each collective's op, size, micro-batch and phase.
 """
 
 from __future__ import annotations
@@ -72,6 +80,7 @@ def _comm_mode(world: int):
         def __init__(self) -> None:
             super().__init__()
             self.records: list[dict[str, Any]] = []
+            self.microbatch = 0
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
             out = super().__torch_dispatch__(func, types, args, kwargs)
@@ -84,7 +93,8 @@ def _comm_mode(world: int):
                 numel = tensors[0].numel() * world if name == "all_gather_into_tensor" else max(
                     t.numel() for t in tensors)
                 self.records.append(dict(op=name, backward=bool(self.advanced_module_tracker.is_bw),
-                                         numel=int(numel), bytes=int(numel * tensors[0].element_size())))
+                                         numel=int(numel), bytes=int(numel * tensors[0].element_size()),
+                                         microbatch=self.microbatch))
             return out
 
     return SizedCommMode()
@@ -280,18 +290,29 @@ def _check_block(rank: int, world: int, sp: bool) -> dict[str, Any]:
 def _check_pipeline(rank: int, world: int) -> dict[str, Any]:
     import torch
     from torch import nn
-    from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe, ScheduleInterleaved1F1B
+    from torch.distributed.pipelining import (
+        PipelineStage,
+        Schedule1F1B,
+        ScheduleDualPipeV,
+        ScheduleGPipe,
+        ScheduleInterleaved1F1B,
+        ScheduleInterleavedZeroBubble,
+        ScheduleZBVZeroBubble,
+    )
 
     w = PIPE["width"]
     out: dict[str, Any] = {}
     cases = [("gpipe", ScheduleGPipe, 1, world), ("gpipe", ScheduleGPipe, 1, 2 * world),
              ("1f1b", Schedule1F1B, 1, world), ("1f1b", Schedule1F1B, 1, 2 * world),
-             ("interleaved", ScheduleInterleaved1F1B, 2, world), ("interleaved", ScheduleInterleaved1F1B, 2, 2 * world)]
+             ("interleaved", ScheduleInterleaved1F1B, 2, world), ("interleaved", ScheduleInterleaved1F1B, 2, 2 * world),
+             ("interleaved_zb", ScheduleInterleavedZeroBubble, 2, 2 * world),
+             ("zbv", ScheduleZBVZeroBubble, 2, 2 * world), ("dualpipev", ScheduleDualPipeV, 2, 2 * world)]
     for name, cls, v, m in cases:
         torch.manual_seed(0)
         n_stages = world * v
         stages, log, peak = [], [], [0]
-        for k in range(rank, n_stages, world):
+        mine = (rank, n_stages - 1 - rank) if name in ("zbv", "dualpipev") else range(rank, n_stages, world)
+        for k in mine:
             stages.append(PipelineStage(nn.Sequential(nn.Linear(w, w), nn.GELU()), k, n_stages, torch.device("cpu")))
         for stage in stages:
             _record(stage, stages, log, peak)
@@ -306,6 +327,41 @@ def _check_pipeline(rank: int, world: int) -> dict[str, Any]:
     return out
 
 
+# ------------------------------------------------------------------------------------ ZeRO 1/2/3
+def _check_zero(rank: int, world: int) -> dict[str, Any]:
+    import torch
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    mesh = init_device_mesh("cpu", (world,))
+    out: dict[str, Any] = {}
+    for stage in (1, 2, 3):
+        model = _hf_model(LLAMA)
+        keep = {} if stage == 3 else {"reshard_after_forward": False}  # ZeRO-1/2: gathered for the whole step
+        for layer in model.model.layers:
+            fully_shard(layer, mesh=mesh, **keep)
+        fully_shard(model, mesh=mesh, **keep)
+        if stage < 3:
+            model.set_reshard_after_backward(False)
+        records = []
+        for mb in range(ZERO_MICROBATCHES):
+            if stage == 1:  # one reduce-scatter, after the last micro-batch
+                model.set_requires_gradient_sync(mb == ZERO_MICROBATCHES - 1)
+            ids = torch.randint(0, LLAMA["vocab_size"], (BATCH, SEQ),
+                                generator=torch.Generator().manual_seed(10 * rank + mb))
+            comm = _comm_mode(world)  # one per micro-batch: the mode's module tracker spans one pass
+            comm.microbatch = mb
+            with comm:
+                model(input_ids=ids, labels=ids).loss.backward()
+            records += comm.records
+        out[f"zero{stage}"] = records
+    return out
+
+
+#: Micro-batches per step of the ``zero`` check.
+ZERO_MICROBATCHES = 2
+
+
 #: Imported once by the forkserver, so that every worker it forks has them.
 PRELOAD = ("torch", "torch.distributed.fsdp", "torch.distributed.tensor.parallel", "torch.distributed.tensor.debug",
            "torch.distributed.pipelining", "transformers", "transformers.models.llama.modeling_llama",
@@ -315,6 +371,7 @@ def _record(stage: Any, stages: list[Any], log: list[tuple[str, int, int]], peak
     """Wrap ``stage``'s forward and backward of one chunk: log each, and keep in ``peak`` the most
     micro-batches whose activations the rank's stages hold (``fwd_cache``) after a forward."""
     forward, backward, k = stage.forward_one_chunk, stage.backward_one_chunk, stage.stage_index
+    weight = stage.backward_weight_one_chunk
 
     def forward_one_chunk(mb, *args, **kwargs):  # noqa: ANN001, ANN202
         result = forward(mb, *args, **kwargs)
@@ -323,22 +380,30 @@ def _record(stage: Any, stages: list[Any], log: list[tuple[str, int, int]], peak
         return result
 
     def backward_one_chunk(mb, *args, **kwargs):  # noqa: ANN001, ANN202
-        log.append(("B", k, mb))
+        log.append(("B" if kwargs.get("full_backward", True) else "I", k, mb))
         return backward(mb, *args, **kwargs)
 
+    def backward_weight_one_chunk(mb, *args, **kwargs):  # noqa: ANN001, ANN202
+        log.append(("W", k, mb))
+        return weight(mb, *args, **kwargs)
+
     stage.forward_one_chunk, stage.backward_one_chunk = forward_one_chunk, backward_one_chunk
+    stage.backward_weight_one_chunk = backward_weight_one_chunk
 
 
 def timeline(orders: list[list[tuple[str, int, int]]], n_stages: int, t_f: float,
-             t_b: float) -> list[list[tuple[float, float, str, int, int]]]:
+             t_b: float, t_w: float = 0.0) -> list[list[tuple[float, float, str, int, int]]]:
     """When each rank runs each chunk of its ``orders`` if each forward takes ``t_f``, each
-    backward ``t_b``, and a chunk waits for its input (the forward of the previous stage, the
-    backward of the next) and for the rank's previous chunk: brute-force list scheduling of the
-    order a schedule runs. Returns ``(start, end, kind, stage, micro-batch)`` per rank."""
+    backward ``t_b`` (split into an input-gradient part ``I`` of ``t_b`` and a weight-gradient part
+    ``W`` of ``t_w`` by the zero-bubble schedules; a whole ``B`` then takes ``t_b + t_w``), and a
+    chunk waits for its input (the forward of the previous stage, the input gradient of the next)
+    and for the rank's previous chunk: brute-force list scheduling of the order a schedule runs.
+    Returns ``(start, end, kind, stage, micro-batch)`` per rank."""
     done: dict[tuple[str, int, int], float] = {}
     free = [0.0] * len(orders)
     pos = [0] * len(orders)
     out: list[list[tuple[float, float, str, int, int]]] = [[] for _ in orders]
+    span = {"F": t_f, "I": t_b, "W": t_w, "B": t_b + t_w}
     while any(pos[r] < len(orders[r]) for r in range(len(orders))):
         progressed = False
         for r, order in enumerate(orders):
@@ -346,11 +411,15 @@ def timeline(orders: list[list[tuple[str, int, int]]], n_stages: int, t_f: float
                 continue
             kind, k, mb = order[pos[r]]
             deps = [("F", k - 1, mb)] if kind == "F" and k > 0 else []
-            if kind == "B":
-                deps = [("F", k, mb)] + ([("B", k + 1, mb)] if k < n_stages - 1 else [])
+            if kind in ("B", "I"):
+                deps = [("F", k, mb)] + ([("G", k + 1, mb)] if k < n_stages - 1 else [])
+            if kind == "W":
+                deps = [("G", k, mb)]
             if all(d in done for d in deps):
                 start = max([free[r]] + [done[d] for d in deps])
-                free[r] = done[(kind, k, mb)] = start + (t_f if kind == "F" else t_b)
+                free[r] = done[(kind, k, mb)] = start + span[kind]
+                if kind in ("B", "I"):
+                    done[("G", k, mb)] = free[r]
                 out[r].append((start, free[r], kind, k, mb))
                 pos[r] += 1
                 progressed = True
@@ -359,9 +428,10 @@ def timeline(orders: list[list[tuple[str, int, int]]], n_stages: int, t_f: float
     return out
 
 
-def simulate(orders: list[list[tuple[str, int, int]]], n_stages: int, t_f: float, t_b: float) -> list[float]:
+def simulate(orders: list[list[tuple[str, int, int]]], n_stages: int, t_f: float, t_b: float,
+             t_w: float = 0.0) -> list[float]:
     """Idle share of each rank's time in :func:`timeline` (the bubble of the executed order)."""
-    runs = timeline(orders, n_stages, t_f, t_b)
+    runs = timeline(orders, n_stages, t_f, t_b, t_w)
     span = max(run[-1][1] for run in runs if run)
     return [1 - sum(end - start for start, end, *_ in run) / span for run in runs]
 
@@ -388,7 +458,7 @@ def peak_held(order: list[tuple]) -> int:
     return peak
 
 
-CHECKS = ("fsdp", "tp_hf", "tp_megatron", "block", "block_sp", "pipeline")
+CHECKS = ("fsdp", "tp_hf", "tp_megatron", "block", "block_sp", "pipeline", "zero")
 
 
 def _worker(rank: int, world: int, init_file: str, checks: tuple[str, ...], results: Any) -> None:
@@ -401,7 +471,8 @@ def _worker(rank: int, world: int, init_file: str, checks: tuple[str, ...], resu
                    "tp_megatron": lambda: _check_tp(rank, world, True),
                    "block": lambda: _check_block(rank, world, False),
                    "block_sp": lambda: _check_block(rank, world, True),
-                   "pipeline": lambda: _check_pipeline(rank, world)}
+                   "pipeline": lambda: _check_pipeline(rank, world),
+                   "zero": lambda: _check_zero(rank, world)}
         for name in checks:
             out[name] = runners[name]()
             dist.barrier()

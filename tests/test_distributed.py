@@ -10,11 +10,17 @@ for the whole module); every test here compares a measurement with llmmath's for
   with a Megatron-style plan; with sequence parallelism too;
 - the activation bytes a rank saves in a tensor-parallel GPT layer (``saved_tensors_hooks``);
 - ``torch.distributed.pipelining``'s GPipe, 1F1B and interleaved 1F1B: the micro-batches a rank
-  holds at its peak and the bubble of the order it ran.
+  holds at its peak and the bubble of the order it ran; the zero-bubble schedules
+  (``ScheduleInterleavedZeroBubble``, ``ScheduleZBVZeroBubble``, ``ScheduleDualPipeV``): the order
+  each rank ran equals ``llmmath.steptime.pipeline_order``, and its bubble is
+  ``pipeline_bubble_fraction``'s;
+- ZeRO-1, -2 and -3 steps of two micro-batches (FSDP2): the data-parallel collectives of
+  ``step_collectives`` (kind, count, size), each issued in the window ``llmmath.steptime`` gives it.
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 
 import pytest
@@ -35,6 +41,7 @@ from llmmath.parallel import (  # noqa: E402
     stage_param_counts,
     step_collectives,
 )
+from llmmath.steptime import pipeline_order  # noqa: E402
 
 WORLDS = (2, 4)
 FP32 = 4
@@ -208,9 +215,55 @@ def test_pipeline_in_flight_and_bubble(measured, n):
     ranks = measured[n]
     for key, case in ranks[0]["pipeline"].items():
         schedule, v, m = case["schedule"], case["virtual_stages"], case["microbatches"]
+        orders = [res["pipeline"][key]["actions"] for res in ranks]
+        if schedule in ("interleaved_zb", "zbv", "dualpipev"):
+            # the order PyTorch ran is llmmath's, forward, input-gradient, weight-gradient by kind
+            assert [[tuple(a) for a in o] for o in orders] == pipeline_order(schedule, n, m, v), key
+            for t_b, t_w in ((1.0, 1.0), (1.5, 0.5)):
+                want = pipeline_bubble_fraction(n, m, schedule, v, times=(1.0, t_b, t_w))
+                for idle in dc.simulate(orders, n * v, 1.0, t_b, t_w):
+                    assert idle == pytest.approx(want), (key, t_b)
+            continue
         for r, res in enumerate(ranks):
             assert res["pipeline"][key]["peak"] == pipeline_in_flight(n, m, schedule, v, stage=r), (key, r)
-        orders = [res["pipeline"][key]["actions"] for res in ranks]
         for t_b in (1.0, 2.0):
             for idle in dc.simulate(orders, n * v, 1.0, t_b):
                 assert idle == pytest.approx(pipeline_bubble_fraction(n, m, schedule, v)), (key, t_b)
+
+
+# ----------------------------------------------------------------------------------- ZeRO 1/2/3
+_OPS = {"all_gather": "_allgather_base_", "reduce_scatter": "_reduce_scatter_base_"}
+
+
+@pytest.mark.parametrize("n", WORLDS)
+@pytest.mark.parametrize("stage", [1, 2, 3])
+def test_zero_collectives_and_windows(measured, n, stage):
+    """Every data-parallel collective of a ZeRO step over two micro-batches, as FSDP2 issues it (one
+    per FSDP unit: each layer and the root), against llmmath's: the kind, how many per step, the
+    bytes (the unit's padded shards), and where it runs. llmmath gives each collective a phase
+    (``forward``/``backward``: every micro-batch) or ``step`` (once per step), and the step-time
+    model hides a ``step`` reduce-scatter in the LAST micro-batch's backward and a ``step``
+    all-gather in the first forward: the recorded ones are there and nowhere else."""
+    f = measured[n][0]["fsdp"]
+    cfg = from_hf_config(dc.LLAMA)
+    m = dc.ZERO_MICROBATCHES
+    layout = Layout(dp=n, zero_stage=stage, microbatches=m)
+    units = [n * FP32 * sum(fsdp_shard_numel(f["shapes"][p], n) for p in names) for names in f["units"]]
+    total = sum(math.prod(shape) for shape in f["shapes"].values())
+    assert stage_param_counts(cfg, layout)[0]["dense"] == total
+    expected: Counter = Counter()
+    for c in step_collectives(cfg, layout, dc.SEQ, precision="fp32"):
+        assert c.parallelism == "dp" and c.message == total * FP32  # the whole model, once per collective
+        if c.phase == "step":  # once per step, in its window
+            where = [(m - 1, True)] if c.kind == "reduce_scatter" else [(0, False)]
+        else:
+            assert c.count == m
+            where = [(mb, c.phase == "backward") for mb in range(m)]
+        for mb, backward in where:
+            for i, b in enumerate(units):
+                if c.kind == "all_gather" and backward and i == 0:
+                    continue  # fully_shard does not reshard the root after forward: no re-gather
+                expected[(_OPS[c.kind], mb, backward, b)] += 1
+    for res in measured[n]:
+        got = Counter((r["op"], r["microbatch"], r["backward"], r["bytes"]) for r in res["zero"][f"zero{stage}"])
+        assert got == expected

@@ -112,9 +112,12 @@ def test_kv_cache_equals_transformers_cache(case: str) -> None:
     ``w - 1`` tokens, MLA its latent, T5 also the cross-attention keys and values."""
     d = CASES[case]
     cfg = from_hf_config(d)
-    if d["model_type"] == "falcon" and d.get("new_decoder_architecture"):
-        # transformers' Falcon broadcasts the a_kv key/value heads to all a heads *before* caching
-        # (FalconAttention._split_heads): its cache is a / a_kv times what the model needs.
+    # transformers' Falcon with the new decoder architecture broadcasts the a_kv key/value heads
+    # to all a heads *before* caching (FalconAttention._split_heads): its cache is a / a_kv times
+    # the grouped one llmmath counts; the config says so (kv_broadcast), the serve command gives both
+    assert cfg.kv_broadcast == (d["model_type"] == "falcon" and bool(d.get("new_decoder_architecture"))
+                                and cfg.n_kv_heads < cfg.n_heads)
+    if cfg.kv_broadcast:
         cfg = cfg.replace(n_kv_heads=cfg.n_heads)
     for seq in (3, 9):
         dec = 4 if d["model_type"] in SEQ2SEQ else None

@@ -255,13 +255,17 @@ def test_stage_activation_bytes_of_the_toy_gpt_by_hand():
 
 
 def test_dp_hiding_tokens_for_the_h100_by_hand():
-    """ZeRO-0/1: an all-reduce moves ~2 x 2 bytes per parameter; the backward's 2/3 x 6 = 4 FLOPs per
-    parameter and token overlap it: T = peak / bandwidth = 989.4e12 / 50e9 = 19,788 tokens (H100 SXM
-    dense BF16, a 400 Gb/s NIC); ZeRO-3 moves 1.5 times as much: 29,682."""
-    from llmmath.parallel import dp_hiding_tokens
+    """ZeRO-0: an all-reduce moves ~2 x 2 bytes per parameter; the last micro-batch's backward,
+    2/3 x 6 = 4 FLOPs per parameter and token, overlaps it: T = peak / bandwidth = 989.4e12 / 50e9 =
+    19,788 tokens (H100 SXM dense BF16, a 400 Gb/s NIC). ZeRO-3 moves 1.5 times as much, but in two
+    windows: the forward all-gather, 2 bytes per parameter, behind the forward's 2 FLOPs, and the
+    backward's all-gather and reduce-scatter, 2 + 2 bytes, behind its 4 FLOPs: 1 byte per 1 FLOP in
+    both, the same 19,788 tokens (not 1.5 x 19,788 = 29,682, which hides the whole step's bytes
+    behind the backward alone)."""
+    from llmmath.steptime import dp_hiding_tokens
 
     assert dp_hiding_tokens(7e9, "H100") == pytest.approx(19_788, rel=1e-12)
-    assert dp_hiding_tokens(7e9, "H100", zero_stage=3) == pytest.approx(29_682, rel=1e-12)
+    assert dp_hiding_tokens(7e9, "H100", zero_stage=3) == pytest.approx(19_788, rel=1e-12)
 
 
 def test_llama3_8b_serving_by_hand():
@@ -276,18 +280,19 @@ def test_llama3_8b_serving_by_hand():
     up: 2 x (8,030,261,248 - 128,255 x 4096) = 15,009,857,536 B, plus 1024 tokens of cache,
     134,217,728 B: 15,144,075,264 B, which takes 15,144,075,264 / 3.35e12 s (memory-bound).
     Serving 8 sequences of 8192: 2 x 8,030,261,248 + 8 x 8192 x 131,072 = 24,650,457,088 B; the
-    largest batch of 8192-token sequences: floor((80e9 - 16,060,522,496) / (8192 x 131,072)) = 59.
+    largest batch of 8192-token sequences in the 81,559 MiB = 85,520,809,984 B the driver reports:
+    floor((85,520,809,984 - 16,060,522,496) / (8192 x 131,072)) = 64.
     Critical batch at context 1: per sequence F_1 = 2 x 7,504,658,432 matmul weights (layers'
     6,979,321,856 + head 525,336,576) + 4 x 32 x 4096 x 2 keys = 15,010,365,440 FLOPs and C_1 =
     131,072 + 8192 (its cache and its embedding row) = 139,264 B beside W = 15,009,849,344 B:
     b* = ceil(W P / (F_1 B - C_1 P))."""
     from llmmath.inference import (
-        critical_batch,
         decode_bytes,
         decode_flops,
         decode_step_seconds,
         max_decode_batch,
         serving_memory_bytes,
+        step_critical_batch,
     )
     from llmmath.params import param_count
     from llmmath.presets import preset
@@ -300,14 +305,17 @@ def test_llama3_8b_serving_by_hand():
     assert decode_bytes(cfg, 8, 1024) == 15_009_914_880 + 1_073_741_824
     assert decode_step_seconds(cfg, 1, 1024, "H100") == pytest.approx(15_144_075_264 / 3.35e12, rel=1e-12)
     assert serving_memory_bytes(cfg, 8, 8192) == 24_650_457_088
-    assert max_decode_batch(cfg, 8192, "H100", reserve_bytes=0) == 59
-    # with 80e9 - 16,060,522,496 - 59 x 1,073,741,824 = 588,709,888 B reserved, exactly 59 caches fit
-    assert max_decode_batch(cfg, 8192, "H100", reserve_bytes=588_709_888) == 59
-    assert max_decode_batch(cfg, 8192, "H100", reserve_bytes=588_709_889) == 58
+    assert max_decode_batch(cfg, 8192, "H100", reserve_bytes=0) == 64
+    # with 85,520,809,984 - 16,060,522,496 - 64 x 1,073,741,824 = 740,810,752 B reserved, exactly 64 fit
+    assert max_decode_batch(cfg, 8192, "H100", reserve_bytes=740_810_752) == 64
+    assert max_decode_batch(cfg, 8192, "H100", reserve_bytes=740_810_753) == 63
+    # vLLM's default budget, floor(0.9 x 85,520,809,984) = 76,968,728,985 B: (76,968,728,985 -
+    # 16,060,522,496) // 1,073,741,824 = 56
+    assert max_decode_batch(cfg, 8192, "H100") == 56
     f1, c1, w = 15_010_365_440, 139_264, 15_009_849_344
     assert decode_flops(cfg, 1, 1) == f1 and decode_bytes(cfg, 1, 1) == w + c1
     peak, bandwidth = 989.4e12, 3.35e12
-    assert critical_batch(cfg, 1, "H100") == math.ceil(w * peak / (f1 * bandwidth - c1 * peak)) == 297
+    assert step_critical_batch(cfg, 1, "H100") == math.ceil(w * peak / (f1 * bandwidth - c1 * peak)) == 297
 
 
 def test_tp_comm_compute_ratio_for_gpt3_on_a100_by_hand():

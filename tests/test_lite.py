@@ -160,3 +160,100 @@ def test_lock_closure_follows_dependencies():
     assert bundle.lock_closure(lock, ["a"]) == ["a", "b-c", "d"]
     with pytest.raises(bundle.BundleError, match="not a package"):
         bundle.lock_closure(lock, ["zzz"])
+
+
+# --------------------------------------------------------------------------- the lock, the start, the cache
+def _wheel(tmp_path, name, files, requires=()):
+    return bundle.write_wheel(tmp_path, name, "1.0", files, list(requires))
+
+
+def test_wheel_metadata_reads_imports_and_the_requirements_pyodide_needs(tmp_path):
+    path = _wheel(tmp_path, "demo-pkg", {"demo/__init__.py": b"", "demo_mod.pyc": b"", "demo/sub.py": b"",
+                                         "data/README": b""},
+                  ["numpy>=1", "pytest; extra == 'test'", "tomli; python_version < '3.11'", "Comm"])
+    meta = bundle.wheel_metadata(path)
+    assert meta == {"name": "demo-pkg", "version": "1.0", "imports": ["demo", "demo_mod"],
+                    "requires": ["comm", "numpy"]}
+
+
+def test_site_lock_lists_each_file_with_its_sha256_and_refuses_what_it_does_not_bundle(tmp_path):
+    official = {"info": {"version": "0.0.0"}, "packages": {
+        "numpy": {"name": "numpy", "version": "2", "file_name": "numpy-2.whl", "sha256": "0" * 64,
+                  "imports": ["numpy"], "depends": [], "install_dir": "site", "package_type": "package"}}}
+    numpy = tmp_path / "numpy-2.whl"
+    numpy.write_bytes(b"compiled numpy")
+    own = _wheel(tmp_path, "demo", {"demo/__init__.py": b""}, ["numpy", "widgetsnbextension"])
+    lock = bundle.site_lock(official, {"numpy": numpy}, {"demo": own})
+    assert lock["packages"]["numpy"]["sha256"] == hashlib.sha256(b"compiled numpy").hexdigest()
+    assert lock["packages"]["numpy"]["file_name"] == "numpy-2.whl"  # Pyodide's metadata kept
+    demo = lock["packages"]["demo"]
+    assert demo["depends"] == ["numpy"] and demo["imports"] == ["demo"]  # the JS-only requirement dropped
+    assert demo["sha256"] == hashlib.sha256(own.read_bytes()).hexdigest()
+    with pytest.raises(bundle.BundleError, match="requires numpy, which the edition does not bundle"):
+        bundle.site_lock(official, {}, {"demo": own})
+
+
+def test_llmmath_loads_with_every_package_its_modules_import():
+    by_import = {"numpy": "numpy", "matplotlib": "matplotlib", "IPython": "ipython", "ipywidgets": "ipywidgets",
+                 "sympy": "sympy"}
+    needed = bundle.llmmath_requires(by_import)
+    # llmmath.plotting imports matplotlib and IPython, llmmath.live ipywidgets: a cell importing them
+    # names only llmmath, which is all Pyodide sees
+    assert {"numpy", "matplotlib", "ipython", "ipywidgets"} <= set(needed)
+    with pytest.raises(bundle.BundleError, match="llmmath imports .*numpy"):
+        bundle.llmmath_requires({k: v for k, v in by_import.items() if k != "numpy"})
+
+
+def test_the_kernel_starts_without_installing_anything():
+    """jupyterlite-pyodide-kernel installs each of these with micropip/piplite at start unless
+    ``loadPyodideOptions.packages`` names it (its worker.ts, 0.6.1): every one is preloaded."""
+    kernel_start = {"micropip", "piplite", "ssl", "sqlite3", "ipykernel", "comm", "pyodide_kernel", "jedi", "ipython"}
+    assert kernel_start <= set(bundle.KERNEL_PACKAGES)
+
+
+def test_the_service_worker_keeps_only_hashed_paths():
+    pattern = re.compile(bundle.IMMUTABLE)
+    kept = ["/lite/static/pyodide-0123456789ab/numpy-2.0.2-cp312-cp312-pyodide_2024_0_wasm32.whl",
+            "/lite/build/jlab_core.8f86ffc.js", "/lite/extensions/x/static/352.cc74f63a8f779ace30b6.js"]
+    network = ["/lite/jupyter-lite.json", "/lite/files/matmul-cost.ipynb", "/lite/build/bootstrap.js",
+               "/lite/api/contents/all.json", "/lite/static/pyodide/pyodide.js", "/lite/notebooks/index.html",
+               "/lite/static/pyodide-0123456789ab/sub/dir.js"]
+    assert all(pattern.search(p) for p in kept)
+    assert not any(pattern.search(p) for p in network)
+    template = (ROOT / "lite" / "service-worker.js").read_text()
+    assert template.count("__LLMMATH_VERSION__") == 1 and template.count("__LLMMATH_IMMUTABLE__") == 1
+
+
+def test_folder_version_changes_with_any_file(tmp_path):
+    (tmp_path / "a").write_bytes(b"1")
+    first = bundle.folder_version(tmp_path)
+    (tmp_path / "a").write_bytes(b"2")
+    assert bundle.folder_version(tmp_path) != first and re.fullmatch(r"[0-9a-f]{12}", first)
+
+
+def test_repack_replaces_compiled_sources_and_keeps_the_rest(tmp_path):
+    src = tmp_path / "src"
+    (src / "pkg" / "tests").mkdir(parents=True)
+    (src / "pkg-1.0.dist-info").mkdir()
+    for name, data in {"pkg/a.py": b"x = 1", "pkg/a.pyc": b"BYTECODE", "pkg/bad.py": b"def (", "pkg/data.json": b"{}",
+                       "pkg/tests/t.py": b"", "pkg/tests/t.pyc": b"", "pkg-1.0.dist-info/RECORD": b"old"}.items():
+        (src / name).write_bytes(data)
+    kept = bundle._repack(src, tmp_path / "out.whl", drop_tests=True)
+    with zipfile.ZipFile(tmp_path / "out.whl") as z:
+        names = set(z.namelist())
+    assert names == {"pkg/a.pyc", "pkg/bad.py", "pkg/data.json", "pkg-1.0.dist-info/RECORD"}
+    assert kept == ["pkg/bad.py"]  # a file that did not compile keeps its source
+    bundle._repack(src, tmp_path / "keep.whl", drop_tests=False, keep_sources=True)
+    with zipfile.ZipFile(tmp_path / "keep.whl") as z:
+        assert {"pkg/a.py", "pkg/a.pyc", "pkg/tests/t.py"} <= set(z.namelist())
+
+
+def test_the_service_worker_answers_what_jupyterlites_answers():
+    """Ours replaces jupyterlite-core's: the paths it answers and its broadcast channel (the
+    kernel's file system and stdin go through them) must be those of the pinned JupyterLite's."""
+    theirs = (bundle._app_source() / "service-worker.js").read_text()
+    ours = (ROOT / "lite" / "service-worker.js").read_text()
+    literals = set(re.findall(r'"(/api/[\w/-]*|/sw-api[\w.]*)"', theirs))
+    assert {"/api/service-worker-heartbeat", "/api/drive", "/api/stdin/", "/sw-api.v1"} <= literals
+    literals.discard("/api/")  # theirs leaves other /api/ requests to the network: ours answers none
+    assert all(f'"{lit}"' in ours for lit in literals), literals

@@ -212,6 +212,13 @@ LLAMA_CASES = [  # (b, s, h, a, a_kv, head_dim, d_ff, activation, dtype, dropout
     (2, 8, 32, 4, 2, None, 48, "silu", "fp32", 0.0, True),  # SDPA's fused kernel, GQA
     (2, 8, 32, 4, 2, None, 48, "silu", "bf16", 0.0, True),
     (1, 9, 24, 6, 1, 8, 40, "gelu", "bf16", 0.0, True),
+    # d_q = a d_head != h in BF16 eager mode: K, V repeated to d_q (issue 31); wider and narrower
+    (2, 6, 24, 6, 3, 8, 36, "silu", "bf16", 0.0, False),  # d_q = 48 > h, GQA
+    (2, 7, 48, 4, 2, 8, 64, "silu", "bf16", 0.0, False),  # d_q = 32 < h, GQA
+    (1, 5, 24, 6, 1, 8, 36, "silu", "bf16", 0.0, False),  # d_q > h, MQA at b = 1: views
+    (2, 5, 48, 4, 1, 8, 64, "silu", "bf16", 0.0, False),  # d_q < h, MQA at b = 2: copies
+    (2, 6, 24, 6, 3, 8, 36, "silu", "bf16", 0.1, False),  # d_q > h, attention dropout
+    (2, 8, 48, 4, 2, 8, 64, "silu", "fp32", 0.0, True),  # d_q < h, fused kernel
 ]
 
 

@@ -549,12 +549,59 @@ def test_adam_update_bound_is_reached_by_geometrically_growing_gradients(beta1, 
             p = q
 
 
+def test_chapter_qualifies_neither_is_an_upper_bound():
+    """Issue 31 item 5: the chapter's verdict on Kingma and Ba's two bounds holds for beta1 > 0 only."""
+    import json
+    from pathlib import Path
+
+    nb = json.loads((Path(__file__).resolve().parent.parent / "chapters" / "optimizers.ipynb").read_text())
+    text = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    i = text.lower().index("neither is an upper bound")
+    assert r"\beta_1 > 0" in text[i - 60:i], "the verdict must be qualified: for beta1 > 0"
+    assert r"$\beta_1 = 0$" in text[i:i + 1500]  # and the exception stated
+
+
 def test_adam_update_bound_values():
     # Kingma and Ba's sparse case (1 - b1) / sqrt(1 - b2) is below the supremum
     assert adam_update_bound(0.9, 0.999) > 0.1 / np.sqrt(0.001)
     assert adam_update_bound(0.9, 0.95) > 1.0
     assert adam_update_bound(0.0, 0.5) == pytest.approx(1 / np.sqrt(0.5))
     assert adam_update_bound(0.9, 0.8) == np.inf
+
+
+def _kingma_ba_bound(beta1, beta2):
+    # Kingma and Ba, section 2.1: |step| <= (1 - b1) / sqrt(1 - b2) if (1 - b1) > sqrt(1 - b2), else 1
+    return (1 - beta1) / np.sqrt(1 - beta2) if 1 - beta1 > np.sqrt(1 - beta2) else 1.0
+
+
+def test_kingma_ba_bound_fails_exactly_for_beta1_above_zero_unless_beta1_is_beta2():
+    """Issue 31: "neither is an upper bound" holds for beta1 > 0 (beta1 != beta2), not for beta1 = 0."""
+    # beta1 = 0: a gradient after a long run of zeros reaches (1 - b2^t)^(1/2) / (1 - b2)^(1/2) -> the
+    # paper's first value, and random histories stay below it: it is the supremum
+    rng = np.random.default_rng(1)
+    for beta2 in (0.5, 0.9, 0.95, 0.999):
+        kb = _kingma_ba_bound(0.0, beta2)
+        assert kb == pytest.approx(1 / np.sqrt(1 - beta2))
+        hp = AdamConfig(lr=1.0, beta1=0.0, beta2=beta2, eps=0.0)
+        p, st = np.zeros(1), init_state(hp, np.zeros(1))
+        steps = 20_000 if beta2 == 0.999 else 2_000
+        for gt in np.r_[np.full(steps, 1e-150), 1.0]:
+            q, st = adam_step(p, np.array([gt]), st, hp)
+            last, p = float(p[0] - q[0]), q
+        assert last == pytest.approx(kb, rel=1e-4)
+        for _ in range(5):
+            p, st = np.zeros(1), init_state(hp, np.zeros(1))
+            for gt in rng.lognormal(0, 3, size=300) * rng.choice([-1, 1], size=300):
+                q, st = adam_step(p, np.array([gt]), st, hp)
+                assert abs(float(p[0] - q[0])) <= kb * (1 + 1e-12)
+                p = q
+    # beta1 = beta2: the supremum is 1, the paper's second value
+    for beta in (0.5, 0.9, 0.95):
+        assert adam_update_bound(beta, beta) == pytest.approx(_kingma_ba_bound(beta, beta), rel=1e-12)
+    # every other beta1 > 0 with beta1^2 < beta2: the supremum, reached by growing gradients (test
+    # above), exceeds the paper's value
+    for beta1, beta2 in ((0.9, 0.95), (0.9, 0.99), (0.9, 0.999), (0.5, 0.9), (0.1, 0.999), (0.95, 0.9)):
+        assert adam_update_bound(beta1, beta2) > _kingma_ba_bound(beta1, beta2) * (1 + 1e-6)
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..chain import layer_norm, layer_norm_vjp, softmax, softmax_vjp
-from ..check import Exercise, Part
+from ..check import SIG3, Exercise, Part
 from ..matmul import chain_flops, matmul_flops
 from ..mlp import mlp_backward_flops
 from ..presets import preset
@@ -87,7 +87,7 @@ EXERCISES = [
              (Part("softmax_vjp", "softmax_vjp(y, dy) -> dL/dx for softmax outputs y = softmax(x) and upstream dy",
                    _check_softmax_vjp, kind="function"),
               Part("dense_ratio", "FLOPs of the dense J^T g (2 n^2) divided by the formula's 4 n",
-                 _softmax_dense_ratio, 1e-9))),
+                 _softmax_dense_ratio, SIG3))),
     Exercise("chain-ex-layernorm", "chain-vjps", "The VJPs of softmax and LayerNorm",
              "Rows are the last axis; GPT-2 small, s = 1024 tokens, float32.",
              (Part("layer_norm_dx", "layer_norm_dx(x, mean, inv_std, gamma, dy) -> dL/dx",
@@ -98,3 +98,31 @@ EXERCISES = [
              "float64, u = 2^-53, |L| = |L'''|.",
              (Part("eps_opt", "the step that minimises the total error", lambda: (3 * 2.0**-53) ** (1 / 3), 1e-2),)),
 ]
+
+
+# The questions of checkable exercises that are graded by hand (the assignments collect them).
+WRITTEN = {
+    'chain-ex-two-layers': (
+        "Show $\\partial L/\\partial A_1 = A_2^\\top G X^\\top$. Which order does backpropagation use, and why?",
+    ),
+    'chain-ex-eps': (
+        "Derive the truncation error $\\frac{\\varepsilon^2}{6}|L^{(3)}|$ and the step that minimises the total"
+        " error; compare with the chapter's figure.",
+    ),
+    'chain-ex-forward-mode': (
+        "(a) Write the JVP of the forward pass layer by layer and show that its matrix products cost as much "
+        "as those of the backward pass.",
+    ),
+    'chain-ex-softmax': (
+        "(a) Derive $\\partial y_i/\\partial s_j$ and the VJP. (b) Show that $\\operatorname{softmax}(s + "
+        "c\\mathbf{1}) = \\operatorname{softmax}(s)$ and deduce that the entries of $\\partial L/\\partial s$ sum"
+        " to zero.",
+    ),
+    'chain-ex-layernorm': (
+        "(a) Derive the VJP for one row. (b) Show that $\\partial L/\\partial x$ is orthogonal to $\\mathbf{1}$ "
+        "(and, for $\\varepsilon = 0$, to $\\hat x$); which properties of LayerNorm do these express?",
+    ),
+}
+
+# The chapter's exercises without a checkable part: graded by hand only.
+HAND_GRADED = ('chain-ex-rowmajor', 'chain-ex-bias', 'chain-ex-shapes', 'chain-ex-fd', 'chain-ex-kron')

@@ -7,13 +7,12 @@ its expected value with llmmath when an answer is checked: no answer is stored h
 
 from __future__ import annotations
 
-from ..check import Exercise, parts_of
+from ..check import SIG3, Exercise, parts_of
 from ..memory import training_state_bytes
 from ..parallel import (
     Layout,
     collective_bytes,
     collective_seconds,
-    dp_hiding_tokens,
     fsdp_shard_numel,
     pipeline_bubble_fraction,
     stage_activation_bytes,
@@ -22,6 +21,7 @@ from ..parallel import (
 )
 from ..params import param_count
 from ..presets import preset
+from ..steptime import dp_hiding_tokens
 
 
 def _parallelism(name: str) -> float:
@@ -31,10 +31,10 @@ def _parallelism(name: str) -> float:
             return collective_bytes("all_reduce", 64, grads)
         return collective_seconds("all_reduce", 64, grads, "H100")
     if name.startswith("hide_tokens"):
-        return dp_hiding_tokens(7e9, "B200", zero_stage=int(name[-1]))
+        return dp_hiding_tokens(7e9, "B200", zero_stage=int(name[-1]), precision="fp8_tensor")
     if name.startswith("tp_ratio"):
         link = "scale_up" if name.endswith("nvlink") else "scale_out"
-        return tp_comm_compute_ratio(preset("llama-3-70b").hidden_size, 8, "H100", link=link)
+        return tp_comm_compute_ratio(preset("llama-3.1-405b").hidden_size, 8, "H100", link=link)
     if name == "m_1f1b":
         return next(m for m in range(16, 10**4) if pipeline_bubble_fraction(16, m) <= 0.05)
     if name == "m_interleaved":
@@ -66,16 +66,18 @@ _par = parts_of(_parallelism)
 EXERCISES = [
     Exercise("parallelism-ex-ring", "parallelism-collectives", "Collectives: what each GPU sends",
              "Llama 2 7B's BF16 gradients (2 bytes x the preset's parameter count), 64 H100s in 8 nodes.",
-             (_par("ar_bytes", "bytes each GPU sends in a ring all-reduce", 1e-9),
-              _par("ar_seconds", "its time under the latency-bandwidth model (collective_seconds)", 1e-6))),
+             (_par("ar_bytes", "bytes each GPU sends in a ring all-reduce", SIG3),
+              _par("ar_seconds", "its time under the latency-bandwidth model (collective_seconds)", SIG3))),
     Exercise("parallelism-ex-hide", "parallelism-dp-hide", "When data-parallel communication hides",
-             "B200, one 400 Gb/s NIC per GPU, BF16 gradients and parameters, the large-n limit.",
-             (_par("hide_tokens_zero1", "tokens per replica and step to hide ZeRO-1's communication", 1e-6),
-              _par("hide_tokens_zero3", "the same for ZeRO-3", 1e-6))),
+             "B200 computing at its dense FP8 peak, one 400 Gb/s NIC per GPU, BF16 gradients and parameters, "
+             "the large-n limit.",
+             (_par("hide_tokens_zero1", "tokens per replica in its last micro-batch to hide ZeRO-1's communication",
+                   SIG3),
+              _par("hide_tokens_zero3", "the same for ZeRO-3", SIG3))),
     Exercise("parallelism-ex-tp", "parallelism-tp", "Tensor parallelism",
-             "Llama 3 70B's hidden size, t = 8, BF16, H100 peak and llmmath.hardware's links.",
-             (_par("tp_ratio_nvlink", "communication / compute time over NVLink", 1e-6),
-              _par("tp_ratio_ib", "the same over InfiniBand", 1e-6))),
+             "Llama 3.1 405B's hidden size, t = 8, BF16, H100 peak and llmmath.hardware's links.",
+             (_par("tp_ratio_nvlink", "communication / compute time over NVLink", SIG3),
+              _par("tp_ratio_ib", "the same over InfiniBand", SIG3))),
     Exercise("parallelism-ex-bubble", "parallelism-pp", "Pipeline parallelism",
              "16 stages, bubble at most 5% of the step.",
              (_par("m_1f1b", "the fewest micro-batches with 1F1B"),
@@ -83,23 +85,50 @@ EXERCISES = [
     Exercise("parallelism-ex-inflight", "parallelism-pp", "Pipeline parallelism",
              "GPT-3 175B, t = 8, p = 16, d = 8, 64 micro-batches of one 2048-token sequence, sequence "
              "parallelism, selective recomputation, Korthikanti's bytes (2-byte values, 1-byte masks, dropout).",
-             (_par("act_1f1b_gb", "activation GB (10^9 bytes) on a first-stage GPU, 1F1B", 1e-6),
-              _par("act_interleaved_gb", "the same with the interleaved schedule, v = 2", 1e-6))),
+             (_par("act_1f1b_gb", "activation GB (10^9 bytes) on a first-stage GPU, 1F1B", SIG3),
+              _par("act_interleaved_gb", "the same with the interleaved schedule, v = 2", SIG3))),
     Exercise("parallelism-ex-zero", "parallelism-dp", "Data parallelism, ZeRO and FSDP",
              "Llama 2 70B (the preset), Adam in mixed precision, 64 data-parallel GPUs.",
-             (_par("state_zero1_gb", "model state per GPU in GB with ZeRO-1", 1e-6),
-              _par("state_zero2_gb", "with ZeRO-2", 1e-6),
-              _par("state_zero3_gb", "with ZeRO-3", 1e-6))),
+             (_par("state_zero1_gb", "model state per GPU in GB with ZeRO-1", SIG3),
+              _par("state_zero2_gb", "with ZeRO-2", SIG3),
+              _par("state_zero3_gb", "with ZeRO-3", SIG3))),
     Exercise("parallelism-ex-cp", "parallelism-cp", "Context parallelism",
              "Llama 3 405B, one sequence of 131,072 tokens, t = 8, c = 16, BF16, one layer's forward.",
              (_par("cp_message_bytes", "the all-gather's message: the keys and values, bytes"),
-              _par("cp_sent_bytes", "bytes each GPU sends in it", 1e-9))),
+              _par("cp_sent_bytes", "bytes each GPU sends in it", SIG3))),
     Exercise("parallelism-ex-ep", "parallelism-ep", "Expert parallelism",
              "DeepSeek-V3, e = 64, one 4096-token sequence per GPU, BF16, one MoE layer, balanced routing.",
              (_par("a2a_message_bytes", "one dispatch all-to-all's message per GPU, bytes"),
-              _par("a2a_sent_bytes", "bytes each GPU sends in it", 1e-9))),
+              _par("a2a_sent_bytes", "bytes each GPU sends in it", SIG3))),
     Exercise("parallelism-ex-fsdp", "parallelism-reality-fsdp", "Checked against PyTorch's distributed code",
              "GPT-2's token embedding (vocab_size x hidden_size of the preset), FSDP2 over 8 GPUs.",
              (_par("fsdp_padded", "elements every GPU allocates for it"),
               _par("fsdp_last", "elements GPU 7 holds"))),
 ]
+
+
+# The questions of checkable exercises that are graded by hand (the assignments collect them).
+WRITTEN = {
+    'parallelism-ex-ring': (
+        "Derive the bytes each GPU sends in a ring all-reduce of $M$ bytes over $n$ GPUs.",
+    ),
+    'parallelism-ex-hide': (
+        "Why does the model size not matter?",
+    ),
+    'parallelism-ex-tp': (
+        "Derive the ratio of tensor parallelism's communication to its compute time. What does it say about "
+        "tensor parallelism across two nodes?",
+    ),
+    'parallelism-ex-zero': (
+        "Which ZeRO stage fits in 80 GB with room for activations, and at what price?",
+    ),
+    'parallelism-ex-cp': (
+        "Compare the all-gather of the keys and values with one of the queries.",
+    ),
+    'parallelism-ex-ep': (
+        "What changes when the tokens are dispatched in FP8, as DeepSeek does?",
+    ),
+}
+
+# The chapter's exercises without a checkable part: graded by hand only.
+HAND_GRADED = ('parallelism-ex-plan',)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..check import Exercise, Part
+from ..check import SIG3, Exercise, Part
 from ..config import TransformerConfig, from_hf_config
 from ..memory import kv_cache_bytes
 from ..params import active_param_count, param_breakdown, param_count
@@ -104,7 +104,7 @@ EXERCISES = [
                  lambda: _mla_lite("weights")),
               Part("cache_bytes", "bytes of the latent cache over all layers", lambda: _mla_lite("cache")),
               Part("cache_ratio", "the cache with the heads decompressed / the latent cache",
-                 lambda: _mla_lite("ratio"), 1e-6))),
+                 lambda: _mla_lite("ratio"), SIG3))),
     Exercise("params-ex-shared", "params-moe", "Mixture of experts: shared experts, dense layers, active parameters",
              "Qwen1.5-MoE-A2.7B as described.",
              (Part("moe_block", "parameters of one sparse MLP block (experts, shared expert, router, gate)",
@@ -119,7 +119,18 @@ EXERCISES = [
              (Part("total_all_sparse", "its parameter count", lambda: _v3_all_sparse(False)),
               Part("active_all_sparse", "its active parameter count", lambda: _v3_all_sparse(True)))),
     Exercise("params-ex-qknorm", "params-norms", "Where the norms sit: QK-norm and Gemma 2's four norms",
-             "Qwen3-32B and OLMo-2-13B, all layers.",
-             (Part("qwen3_qk", "QK-norm parameters of Qwen3-32B", lambda: _qk_norm_params("qwen3-32b")),
+             "Qwen3-235B-A22B and OLMo-2-13B, all layers.",
+             (Part("qwen3_qk", "QK-norm parameters of Qwen3-235B-A22B", lambda: _qk_norm_params("qwen3-235b-a22b")),
               Part("olmo2_qk", "QK-norm parameters of OLMo-2-13B", lambda: _qk_norm_params("olmo-2-13b")))),
 ]
+
+
+# The questions of checkable exercises that are graded by hand (the assignments collect them).
+WRITTEN = {
+    'params-ex-gptj': (
+        "Show your count by hand, term by term (embeddings, attention, MLP, norms, head).",
+    ),
+}
+
+# The chapter's exercises without a checkable part: graded by hand only.
+HAND_GRADED = ('params-ex-swiglu',)

@@ -8,7 +8,7 @@ its expected value with llmmath when an answer is checked: no answer is stored h
 from __future__ import annotations
 
 from .. import serving_systems as sv
-from ..check import Exercise, parts_of
+from ..check import SIG3, Exercise, parts_of
 from ..hardware import GPUS, gpu_peak_flops
 from ..inference import kv_bytes
 from ..presets import preset
@@ -39,8 +39,8 @@ def _answer(what: str) -> float:
                 "paged_waste": lambda: sv.paged_kv_waste(lengths, 16),
                 "contiguous_waste": lambda: sv.contiguous_kv_waste(lengths, 8192)}[what]()
     if what in ("shared_blocks", "unshared_blocks", "saved_mb"):
-        shared = sv.shared_prefix_blocks(1000, [200] * 4, 16)
-        unshared = 4 * sv.kv_blocks(1000 + 200 - 1, 16)
+        shared = sv.shared_prefix_blocks(1000, [200] * 5, 16)
+        unshared = 5 * sv.kv_blocks(1000 + 200 - 1, 16)
         return {"shared_blocks": shared, "unshared_blocks": unshared,
                 "saved_mb": (unshared - shared) * 16 * kv_bytes(preset("llama-3-8b"), 1, 1) / 1e6}[what]
     if what in ("best_gamma", "speedup"):
@@ -50,14 +50,14 @@ def _answer(what: str) -> float:
         theta = {"implied_cost_085": 0.85, "implied_cost_090": 0.90}[what]
         return sv.speculative_tokens_per_step(theta, 1) / 1.8
     if what in ("bits", "crit_h100", "crit_mi300x"):
-        bits = sv.quantized_bits_per_weight(3, 64)
+        bits = sv.quantized_bits_per_weight(3, 32)
         if what == "bits":
             return bits
         gpu = "H100" if what == "crit_h100" else "MI300X"
         return gpu_peak_flops(gpu) * bits / 8 / (2 * GPUS[gpu].memory_bandwidth)
     if what in ("t_star", "per_gpu_16"):
-        qwen, h100 = preset("qwen3-235b-a22b"), GPUS["H100"]
-        t_star = qwen.n_experts / qwen.experts_per_token * h100.peak_flops["fp8_tensor"] / (2 * h100.memory_bandwidth)
+        qwen, h200 = preset("qwen3-235b-a22b"), GPUS["H200"]
+        t_star = qwen.n_experts / qwen.experts_per_token * h200.peak_flops["fp8_tensor"] / (2 * h200.memory_bandwidth)
         return t_star if what == "t_star" else t_star / 16
     if what.startswith("transfer_ms_"):
         kv = what.removeprefix("transfer_ms_")
@@ -73,17 +73,17 @@ _STEADY = ("Llama-3-8B (llmmath.preset('llama-3-8b')) on one H100, BF16 weights 
 EXERCISES = [
     Exercise("sys-ex-static", "sys-batching", "Continuous batching and chunked prefill",
              "Static batches of 16 and 256 requests with independent exponential answer lengths.",
-             (_s("util_16", "share of the decode slots doing useful work at b = 16", 1e-9),
-              _s("util_256", "the same at b = 256", 1e-9))),
+             (_s("util_16", "share of the decode slots doing useful work at b = 16", SIG3),
+              _s("util_256", "the same at b = 256", SIG3))),
     Exercise("sys-ex-steady", "sys-batching", "Continuous batching and chunked prefill",
              _STEADY + ", no token budget and no memory limit.",
-             (_s("sat_rate", "saturation rate in requests per second", 1e-6),
-              _s("itl_ms", "inter-token latency at 60% of it, in ms", 1e-6),
-              _s("batch", "mean number of sequences decoding at 60% of it", 1e-6))),
+             (_s("sat_rate", "saturation rate in requests per second", SIG3),
+              _s("itl_ms", "inter-token latency at 60% of it, in ms", SIG3),
+              _s("batch", "mean number of sequences decoding at 60% of it", SIG3))),
     Exercise("sys-ex-budget", "sys-batching", "Continuous batching and chunked prefill",
              _STEADY + ", a token budget of 256 tokens per step.",
-             (_s("sat_budget", "saturation rate in requests per second", 1e-6),
-              _s("ttft_ms", "time to first token at 60% of it, in ms", 1e-6))),
+             (_s("sat_budget", "saturation rate in requests per second", SIG3),
+              _s("ttft_ms", "time to first token at 60% of it, in ms", SIG3))),
     Exercise("sys-ex-blocks", "sys-paged", "Paged KV cache and prefix caching",
              "Sequences of 100, 257, 1,000 and 4,097 cached tokens, blocks of 16 tokens; a contiguous "
              "allocator reserving 8,192 tokens per sequence.",
@@ -91,36 +91,36 @@ EXERCISES = [
               _s("paged_waste", "token slots the paged cache leaves empty"),
               _s("contiguous_waste", "token slots the contiguous allocator leaves empty"))),
     Exercise("sys-ex-cow", "sys-paged", "Paged KV cache and prefix caching",
-             "Four samples of one 1,000-token prompt, each generating 200 tokens, blocks of 16 tokens; "
+             "Five samples of one 1,000-token prompt, each generating 200 tokens, blocks of 16 tokens; "
              "Llama-3-8B, BF16 cache.",
              (_s("shared_blocks", "blocks held with copy-on-write sharing of the prompt's full blocks"),
               _s("unshared_blocks", "blocks held without sharing"),
-              _s("saved_mb", "MB (10^6 bytes) of cache saved by sharing", 1e-9))),
+              _s("saved_mb", "MB (10^6 bytes) of cache saved by sharing", SIG3))),
     Exercise("sys-ex-spec", "sys-spec", "Speculative decoding",
              "Acceptance probability 0.7, a draft step costing 0.1 of a target step, verification at the "
              "cost of a plain step.",
              (_s("best_gamma", "the draft length with the largest speed-up"),
-              _s("speedup", "that speed-up", 1e-9))),
+              _s("speedup", "that speed-up", SIG3))),
     Exercise("sys-ex-mtp", "sys-spec", "Speculative decoding",
              "One drafted token accepted with probability 0.85 or 0.9, a measured speed-up of 1.8.",
-             (_s("implied_cost_085", "implied cost of a speculative step (plain steps) at 0.85", 1e-9),
-              _s("implied_cost_090", "the same at 0.9", 1e-9))),
+             (_s("implied_cost_085", "implied cost of a speculative step (plain steps) at 0.85", SIG3),
+              _s("implied_cost_090", "the same at 0.9", SIG3))),
     Exercise("sys-ex-quant", "sys-quant", "Quantized weights and caches",
-             "Weights of 3 bits in groups of 64 with a 16-bit scale and a 3-bit zero point per group, "
+             "Weights of 3 bits in groups of 32 with a 16-bit scale and a 3-bit zero point per group, "
              "multiplied at the dense BF16 peak.",
-             (_s("bits", "bits per weight", 1e-9),
-              _s("crit_h100", "weight critical batch on an H100", 1e-6),
-              _s("crit_mi300x", "weight critical batch on an MI300X", 1e-6))),
+             (_s("bits", "bits per weight", SIG3),
+              _s("crit_h100", "weight critical batch on an H100", SIG3),
+              _s("crit_mi300x", "weight critical batch on an MI300X", SIG3))),
     Exercise("sys-ex-moe", "sys-moe", "Serving a mixture of experts",
-             "Qwen3-235B-A22B (llmmath.preset('qwen3-235b-a22b')), FP8 weights at the H100's dense FP8 peak; "
+             "Qwen3-235B-A22B (llmmath.preset('qwen3-235b-a22b')), FP8 weights at the H200's dense FP8 peak; "
              "expert parallelism over 16 accelerators.",
-             (_s("t_star", "tokens a decode step must gather for the experts to be compute-bound", 1e-6),
-              _s("per_gpu_16", "sequences per accelerator over 16", 1e-6))),
+             (_s("t_star", "tokens a decode step must gather for the experts to be compute-bound", SIG3),
+              _s("per_gpu_16", "sequences per accelerator over 16", SIG3))),
     Exercise("sys-ex-transfer", "sys-disagg", "Disaggregated prefill and decode",
              "Llama-3-70B, tensor parallelism 8, a 32,768-token prompt, 50 GB/s per GPU, latency ignored.",
-             (_s("transfer_ms_bf16", "transfer time of one GPU's shard in ms, BF16 cache", 1e-9),
-              _s("transfer_ms_fp8", "the same with an FP8 cache", 1e-9))),
+             (_s("transfer_ms_bf16", "transfer time of one GPU's shard in ms, BF16 cache", SIG3),
+              _s("transfer_ms_fp8", "the same with an FP8 cache", SIG3))),
     Exercise("sys-ex-cost", "sys-frontier", "The latency-throughput frontier and the price of a token",
              "14,800 output tokens per second on 8 GPUs at 2 dollars per GPU-hour.",
-             (_s("usd_per_mtok", "dollars per million output tokens", 1e-9),)),
+             (_s("usd_per_mtok", "dollars per million output tokens", SIG3),)),
 ]

@@ -8,7 +8,7 @@ here.
 
 from __future__ import annotations
 
-from ..check import Exercise, Part
+from ..check import SIG3, Exercise, Part
 from ..config import TransformerConfig
 from ..inference import decode_flops, prefill_flops
 from ..memory import kv_cache_bytes
@@ -43,8 +43,8 @@ def _tables_share() -> float:
 
 def _kv(what: str) -> int:
     cfg = preset("llama-3-70b")
-    if what == "values":  # per token and layer: the cache of one token in 1-byte values, per layer
-        return kv_cache_bytes(cfg, 1, 1, 1) // cfg.n_layers
+    if what == "values":  # per token, over all layers: the cache of one token in 1-byte values
+        return kv_cache_bytes(cfg, 1, 1, 1)
     if what == "mha":
         cfg = cfg.replace(n_kv_heads=cfg.n_heads)
     return kv_cache_bytes(cfg, 8, 8192)
@@ -64,26 +64,29 @@ EXERCISES = [
              "Llama 2 70B: h = 8192, a = 64, a_kv = 8, d_head = 128, SwiGLU d_ff = 28672, RMSNorm, no biases.",
              (Part("block_params", "parameters of one block", lambda: layer_param_count(preset("llama2-70b"))),
               Part("attention_share", "attention weights / parameters of the block (a fraction)",
-                   _attention_share, 1e-3),
+                   _attention_share, SIG3),
               Part("attention_mha", "attention weights of one block with a_kv = a", _attention_mha))),
     Exercise("primer-ex-swiglu", "primer-mlp", "The MLP: why three matrices",
              "Qwen2.5-7B: h = 3584, SwiGLU MLP of width d_ff = 18944, no MLP biases.",
-             (Part("mlp_ratio", "MLP weights / the 8h^2 weights of a 4h GeLU MLP", _mlp_ratio, 1e-3),)),
+             (Part("mlp_ratio", "MLP weights / the 8h^2 weights of a 4h GeLU MLP", _mlp_ratio, SIG3),)),
     Exercise("primer-ex-tied", "primer-head", "The embedding, the LM head, and tying them",
              "Llama 3 70B (untied head) and GPT-2 medium (tied).",
              (Part("tied_saving", "parameters saved by tying Llama 3 70B's head",
                    lambda: param_breakdown(preset("llama-3-70b"))["lm_head"]),
               Part("tied_share", "that saving / N of Llama 3 70B (a fraction)",
                    lambda: param_breakdown(preset("llama-3-70b"))["lm_head"] / param_count(preset("llama-3-70b")),
-                   1e-3),
+                   SIG3),
               Part("tables_share", "GPT-2 medium's token and position tables / its N (a fraction)",
-                   _tables_share, 1e-3))),
+                   _tables_share, SIG3))),
     Exercise("primer-ex-kv70b", "primer-kv", "Generating text, and the KV cache",
              "Llama 3 70B: L = 80, a_kv = 8, d_head = 128; b = 8 sequences of n = 8192 tokens, BF16 (q = 2).",
-             (Part("values_per_token_layer", "values the cache holds per token and layer", lambda: _kv("values")),
+             (Part("values_per_token", "values the cache holds per token, over all layers", lambda: _kv("values")),
               Part("cache_bytes", "bytes of the cache", lambda: _kv("bytes")),
               Part("cache_bytes_mha", "bytes of the cache with a_kv = a = 64", lambda: _kv("mha")))),
     Exercise("primer-ex-cache-flops", "primer-kv", "Generating text, and the KV cache",
              "GPT-2 generates its 1,024th token: prefill_flops(cfg, 1, 1024) / decode_flops(cfg, 1, 1023).",
-             (Part("ratio", "FLOPs of the step without a cache / with it", _cache_ratio, 1e-3),)),
+             (Part("ratio", "FLOPs of the step without a cache / with it", _cache_ratio, SIG3),)),
 ]
+
+# The chapter's exercises without a checkable part: graded by hand only.
+HAND_GRADED = ("primer-ex-rope",)
