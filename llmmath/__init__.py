@@ -17,6 +17,7 @@ module              chapter
 ``hardware``        accelerators: peak FLOP/s, memory, links; the roofline
 ``memory``          weights, optimizer states, activations, KV cache
 ``inference``       serving: prefill, decode, latency, batching, tensor parallelism
+``serving_systems`` serving many users: continuous batching, paged KV, speculative decoding, MoE
 ``units``           bytes, GB and GiB
 ``optim``           optimizer update rules and their state
 ``scaling``         scaling laws and compute-optimal training
@@ -61,6 +62,7 @@ from . import (
     planning,
     presets,
     scaling,
+    serving_systems,
     steptime,
     units,
 )
@@ -82,6 +84,7 @@ from .params import *  # noqa: F403
 from .planning import *  # noqa: F403
 from .presets import *  # noqa: F403
 from .scaling import *  # noqa: F403
+from .serving_systems import *  # noqa: F403
 from .steptime import *  # noqa: F403
 from .units import *  # noqa: F403
 
@@ -89,8 +92,8 @@ __version__ = "0.1.0"
 
 #: The modules whose public names make up the top level, in the book's order.
 MODULES = (
-    config, presets, matmul, chain, mlp, params, flops, hardware, memory, inference, units, optim, scaling, parallel,
-    steptime, calibration, planning, errata,
+    config, presets, matmul, chain, mlp, params, flops, hardware, memory, inference, serving_systems, units, optim,
+    scaling, parallel, steptime, calibration, planning, errata,
     _check_module,
 )
 

@@ -321,6 +321,7 @@ def _serve_parser() -> argparse.ArgumentParser:
                    help="tensor-parallel all-reduce (default: the fastest the GPUs offer)")
     p.add_argument("--price-per-gpu-hour", type=_real(0), default=None,
                    help="price of one GPU-hour, for the cost per million output tokens")
+    _systems_options(p)
     return p
 
 
@@ -614,16 +615,187 @@ def _serve(argv: Sequence[str]) -> int:
                       reserve_bytes=None if args.reserve_gb is None else round(args.reserve_gb * 1e9),
                       precision=args.precision, allreduce=args.allreduce,
                       price_per_gpu_hour=args.price_per_gpu_hour)
+    systems = _systems(cfg, args, spec, dtype)
     if args.json:
-        print(json.dumps(run, indent=2))
+        print(json.dumps(run | systems, indent=2))
         return 0 if run["fits"] else 1
     c = run["cluster"]
     layout = f"tensor parallel {c['tp']}" + (f" x {c['pp']} pipeline stages" if c["pp"] > 1 else "")
     print(f"Serving {cfg.name} ({run['model']['params']:,} parameters) on {c['n_gpus']} x {c['gpu']} "
           f"({layout}), weights {run['dtype']}, KV cache {run['kv_dtype']}. 'bound': no engine can do better "
           "(kernels at peak); 'predicted': at the calibrated efficiencies")
-    _print_rows(_serve_rows(cfg, run, args))
+    _print_rows(_serve_rows(cfg, run, args) + _systems_rows(systems))
     return 0 if run["fits"] else 1
+
+
+# ---- serving many users (chapter serving-systems) ---------------------------------------------------
+
+#: ``--weights``: the formats issue 28 names (``--dtype`` takes every storage format).
+_WEIGHTS = ("bf16", "fp8", "int8", "int4")
+
+
+def _speculative(text: str) -> tuple[float, int]:
+    parts = text.split(",")
+    if len(parts) != 2:
+        raise argparse.ArgumentTypeError(f"expected ALPHA,GAMMA (e.g. 0.8,4), got {text!r}")
+    try:
+        alpha, gamma = float(parts[0]), int(parts[1])
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected ALPHA,GAMMA (a number and an integer), got {text!r}") from None
+    if not 0 <= alpha < 1:
+        raise argparse.ArgumentTypeError(f"ALPHA (the acceptance probability) must be in [0, 1), got {parts[0]}")
+    if gamma < 1:
+        raise argparse.ArgumentTypeError(f"GAMMA (the draft length) must be an integer >= 1, got {parts[1]}")
+    return alpha, gamma
+
+
+def _systems_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("serving many users (chapter serving-systems)")
+    g.add_argument("--prompt-len", dest="prompt", type=_integer(), default=None, help="the same as --prompt")
+    g.add_argument("--output-len", dest="output", type=_integer(), default=None, help="the same as --output")
+    g.add_argument("--weights", dest="dtype", choices=_WEIGHTS, default=None,
+                   help="the same as --dtype (bf16; fp8: W8A8 at the FP8 peak; int8, int4: W8A16, W4A16 at the "
+                        "16-bit peak)")
+    g.add_argument("--request-rate", type=_real(0, open_low=True), default=None,
+                   help="requests per second: the steady state of continuous batching (TTFT, ITL, requests/s, "
+                        "tokens/s, cost at --price-per-gpu-hour); beyond the replica's capacity it is an error")
+    g.add_argument("--block-size", type=_integer(), default=None,
+                   help="tokens per block of a paged KV cache: blocks per sequence and the slots they waste")
+    g.add_argument("--prefix-hit-rate", type=_real(0, 1), default=None,
+                   help="share of each prompt found in a prefix cache, in [0, 1]: the prefill it saves")
+    g.add_argument("--speculative", type=_speculative, default=None, metavar="ALPHA,GAMMA",
+                   help="speculative decoding: acceptance probability ALPHA in [0, 1) and draft length GAMMA >= 1")
+    g.add_argument("--ep", type=_integer(), default=None,
+                   help="a mixture of experts served with data-parallel attention and its experts over EP GPUs "
+                        "(DeepSeek's layout; --batch sequences per GPU)")
+    g.add_argument("--frontier", action="store_true",
+                   help="print the latency-throughput frontier (with --json: return it)")
+
+
+def _systems(cfg: TransformerConfig, args: argparse.Namespace, spec: Accelerator, dtype: Any) -> dict[str, Any]:
+    """The steady state, paging, prefix caching, speculation, expert parallelism and frontier that
+    the options of :func:`_systems_options` ask for, computed with :mod:`llmmath.serving_systems`
+    for one replica of ``--gpus`` tensor-parallel accelerators (weights ``dtype``, the resolved
+    :class:`~llmmath.WeightFormat`, at the peak the format runs at)."""
+    from . import serving_systems as sv
+    from .inference import matmul_precision
+
+    wanted = (args.request_rate, args.block_size, args.prefix_hit_rate, args.speculative, args.ep)
+    if not args.frontier and all(x is None for x in wanted):
+        return {}
+    precision = args.precision or matmul_precision(dtype, spec)
+    output = args.output or (args.context - args.prompt if args.prompt else args.context - args.context // 2)
+    prompt = args.prompt or args.context - output
+    reserve = None if args.reserve_gb is None else round(args.reserve_gb * 1e9)
+    costs = sv.step_costs(cfg, spec, tp=args.gpus, dtype=dtype, kv_dtype=args.kv_dtype, precision=precision)
+    room = sv.kv_capacity_bytes(cfg, spec, reserve_bytes=reserve, tp=args.gpus, dtype=dtype, kv_dtype=args.kv_dtype)
+    req = sv.request_costs(costs, prompt, output)
+    out: dict[str, Any] = {"prompt": prompt, "output": output, "weights": getattr(dtype, "name", str(dtype)),
+                           "precision": precision,
+                           "saturation_requests_per_second": sv.saturation_rate(req, kv_capacity_bytes=room)}
+    price = args.price_per_gpu_hour
+    if args.request_rate is not None:
+        try:
+            point = sv.load_steady_state(costs, prompt, output, args.request_rate, kv_capacity_bytes=room)
+        except ValueError:
+            raise ValueError(f"--request-rate {args.request_rate:g} is beyond the replica's capacity of "
+                             f"{out['saturation_requests_per_second']:.4g} requests/s ({prompt}-token prompts, "
+                             f"{output}-token outputs): no steady state, the queue grows without bound") from None
+        per_gpu = point.output_tokens_per_second / args.gpus
+        out["steady_state"] = {
+            "requests_per_second": point.requests_per_second, "ttft_seconds": point.ttft,
+            "itl_seconds": point.itl, "batch": point.batch,
+            "output_tokens_per_second": point.output_tokens_per_second,
+            "cost_per_million_output_tokens": None if price is None else sv.cost_per_million_tokens(per_gpu, price)}
+    if args.block_size is not None:
+        n = args.context
+        out["paged"] = {"block_size": args.block_size, "blocks_per_sequence": sv.kv_blocks(n, args.block_size),
+                        "wasted_slots_per_sequence": sv.paged_kv_waste([n], args.block_size),
+                        "blocks_per_gpu": int(room // (costs.kv_token_bytes * args.block_size))}
+    if args.prefix_hit_rate is not None:
+        hit = min(round(args.prefix_hit_rate * prompt), prompt - 1)
+        saved = sv.prefix_cache_savings(cfg, prompt, hit, args.kv_dtype)
+        out["prefix"] = {"hit_tokens": hit, "prefill_flops_saved": saved["flops"],
+                         "prefill_share_saved": saved["share"]}
+    if args.speculative is not None:
+        alpha, gamma = args.speculative
+        b = args.batch or 1
+        n = prompt + output // 2
+        plain = sv.step_seconds(costs, b, b * n)
+        verify = sv.step_seconds(costs, b, b * n, b * gamma, b * gamma * n, b * gamma)
+        tokens = sv.speculative_tokens_per_step(alpha, gamma)
+        out["speculative"] = {"alpha": alpha, "gamma": gamma, "batch": b, "tokens_per_step": tokens,
+                              "seconds_per_output_token": verify / tokens, "plain_seconds_per_output_token": plain}
+    if args.ep is not None:
+        if not cfg.is_moe:
+            raise ValueError(f"--ep needs a mixture-of-experts model; {cfg.name!r} is dense")
+        if args.batch is None:
+            raise ValueError("--ep needs --batch, the sequences each GPU decodes")
+        n = prompt + output // 2
+        step = sv.dp_ep_decode_step_seconds(cfg, args.batch, n, spec, args.ep, dtype=dtype,
+                                            kv_dtype=args.kv_dtype, precision=precision)
+        out["expert_parallel"] = {"ep": args.ep, "batch_per_gpu": args.batch, "context": n,
+                                  "seconds_per_output_token": step,
+                                  "tokens_per_second_per_gpu": args.batch / step,
+                                  "all_to_all_seconds_estimate": sv.ep_all_to_all_seconds(cfg, args.batch, args.ep,
+                                                                                          spec)}
+    if args.frontier:
+        points = sv.frontier(cfg, spec, prompt, output, tp=args.gpus, dtype=dtype, kv_dtype=args.kv_dtype,
+                             precision=precision, reserve_bytes=reserve, points=12)
+        for pt in points:
+            if price is not None:
+                pt["cost_per_million_output_tokens"] = sv.cost_per_million_tokens(pt["tokens_per_second_per_gpu"],
+                                                                                  price)
+        out["frontier"] = points
+    return {"serving_systems": out}
+
+
+def _systems_rows(systems: dict[str, Any]) -> list[tuple[str, str]]:
+    if not systems:
+        return []
+    s = systems["serving_systems"]
+    rows = [("requests", f"{s['prompt']:,}-token prompts, {s['output']:,}-token outputs; weights {s['weights']} "
+                         f"at {s['precision']}; capacity <= {s['saturation_requests_per_second']:,.2f} requests/s "
+                         "(bound)")]
+    if "steady_state" in s:
+        st = s["steady_state"]
+        cost = ("" if st["cost_per_million_output_tokens"] is None
+                else f", >= {st['cost_per_million_output_tokens']:,.3f} per million output tokens")
+        rows += [("steady state", f"{st['requests_per_second']:,.2f} requests/s, "
+                                  f"{st['output_tokens_per_second']:,.0f} output tokens/s{cost}, "
+                                  f"{st['batch']:,.1f} sequences decoding"),
+                 ("", f"TTFT >= {st['ttft_seconds'] * 1e3:,.1f} ms, ITL >= {st['itl_seconds'] * 1e3:,.2f} ms "
+                      "(bounds)")]
+    if "paged" in s:
+        pg = s["paged"]
+        rows.append(("paged KV cache", f"{pg['blocks_per_sequence']:,} blocks of {pg['block_size']} per sequence "
+                                       f"({pg['wasted_slots_per_sequence']} slots unused); "
+                                       f"{pg['blocks_per_gpu']:,} blocks per GPU"))
+    if "prefix" in s:
+        px = s["prefix"]
+        rows.append(("prefix cache", f"{px['hit_tokens']:,} prompt tokens cached: {px['prefill_share_saved']:.1%} of "
+                                     "the prefill FLOPs saved"))
+    if "speculative" in s:
+        sp = s["speculative"]
+        rows.append(("speculative", f"{sp['tokens_per_step']:.2f} tokens per step (alpha {sp['alpha']}, gamma "
+                                    f"{sp['gamma']}); per output token >= "
+                                    f"{sp['seconds_per_output_token'] * 1e3:,.2f} ms at batch {sp['batch']} "
+                                    f"(plain {sp['plain_seconds_per_output_token'] * 1e3:,.2f} ms; the draft's own "
+                                    "cost not counted)"))
+    if "expert_parallel" in s:
+        ep = s["expert_parallel"]
+        rows.append(("expert parallel", f"EP {ep['ep']} with data-parallel attention, {ep['batch_per_gpu']} sequences "
+                                        f"per GPU: >= {ep['seconds_per_output_token'] * 1e3:,.2f} ms per token, <= "
+                                        f"{ep['tokens_per_second_per_gpu']:,.0f} tokens/s per GPU; all-to-alls "
+                                        f"~{ep['all_to_all_seconds_estimate'] * 1e3:,.1f} ms if not hidden"))
+    if "frontier" in s:
+        rows.append(("frontier", "batch: tokens/s per user, tokens/s per GPU (bounds)"))
+        for pt in s["frontier"]:
+            cost = ("" if "cost_per_million_output_tokens" not in pt
+                    else f", {pt['cost_per_million_output_tokens']:,.3f} per million")
+            rows.append(("", f"{pt['batch']:,.0f}: {pt['tokens_per_second_per_user']:,.1f}, "
+                             f"{pt['tokens_per_second_per_gpu']:,.0f}{cost}"))
+    return rows
 
 
 # ---- entry point ----------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ TITLES = {
     "llmmath.hardware": "Accelerators and the roofline ({doc}`matmul-cost`, {doc}`serving`)",
     "llmmath.memory": "Memory ({doc}`memory`)",
     "llmmath.inference": "Serving ({doc}`serving`)",
+    "llmmath.serving_systems": "Serving many users ({doc}`serving-systems`)",
     "llmmath.units": "Units of memory ({doc}`memory`)",
     "llmmath.optim": "Optimizers ({doc}`optimizers`)",
     "llmmath.scaling": "Scaling laws ({doc}`scaling-laws`)",
