@@ -31,7 +31,8 @@ from .parallel import SCHEDULES
 from .presets import PRESETS, preset
 from .units import DTYPES
 
-_LAYOUT_FLAGS = ("tp", "pp", "cp", "ep", "zero", "micro_batch", "recompute", "virtual_stages", "schedule")
+_LAYOUT_FLAGS = ("tp", "pp", "cp", "ep", "zero", "micro_batch", "recompute", "virtual_stages", "schedule",
+                 "stage_layers")
 
 
 def _config_path(spec: str) -> Path | None:
@@ -216,6 +217,22 @@ _WEIGHT_DTYPES = DTYPES
 _KV_DTYPES = tuple(d for d in DTYPES if d != "int4")
 
 
+def _stage_layers(text: str) -> tuple[int, ...]:
+    """``--stage-layers``: the layers of each model chunk in pipeline order, comma-separated, ``k*n``
+    for ``n`` chunks of ``k`` layers (as Python repeats a list): ``0,1*126,0``."""
+    out: list[int] = []
+    for part in text.replace(" ", "").split(","):
+        value, _, times = part.partition("*")
+        try:
+            k, n = int(value), int(times) if times else 1
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected layers per chunk such as 0,1*126,0; got {text!r}") from None
+        if k < 0 or n < 1:
+            raise argparse.ArgumentTypeError(f"expected layers >= 0 repeated >= 1 times, got {part!r} in {text!r}")
+        out += [k] * n
+    return tuple(out)
+
+
 def _check_gpu(args: argparse.Namespace, *, default: bool = True) -> Accelerator:
     """``--gpu`` as an accelerator, and ``--precision`` one of the precisions it has; with
     ``default``, an omitted ``--precision`` is what a 16-bit model computes in there
@@ -280,6 +297,11 @@ def _plan_parser() -> argparse.ArgumentParser:
     p.add_argument("--schedule", default=None, choices=SCHEDULES, help="pipeline schedule: "
                    f"{', '.join(SCHEDULES)} (PyTorch's zero-bubble schedules; default 1f1b, interleaved with "
                    "--virtual-stages; a layout flag)")
+    p.add_argument("--stage-layers", type=_stage_layers, default=None,
+                   help="layers of each model chunk, pipeline stage by stage (pp x virtual stages entries, "
+                   "summing to the layers; k*n repeats k n times): 0,1*126,0 is Llama 3 405B's split on 16 x 8 "
+                   "chunks (default: as even as possible; with more chunks than layers the embedding and the "
+                   "loss take one each; a layout flag)")
     p.add_argument("--mfu", type=_real(0, 1, open_low=True), default=None, help="assumed model FLOPs utilisation "
                    "(causal attention pairs, no recomputation); overrides both the bound and the prediction for "
                    "days and cost")
@@ -426,8 +448,37 @@ def _plan_text(run: dict[str, Any]) -> list[tuple[str, str]]:
     ]
 
 
+def _what_works(cfg: TransformerConfig, args: argparse.Namespace, seq: int, gbt: float) -> dict[str, Any]:
+    """When a plan does not fit: the fewest GPUs on which a layout fits (:func:`llmmath.fewest_training_gpus`,
+    from ``--gpus`` up) as JSON-ready data and the lines that say it."""
+    from .planning import fewest_training_gpus
+
+    spec = accelerator(args.gpu)
+    found = fewest_training_gpus(cfg, args.gpu, seq, gbt, start=args.gpus, dropout=not args.no_dropout)
+    lines = [f"the training state alone ({_gb(found['state_bytes'])}: weights, gradients, master weights, Adam's "
+             f"moments) needs at least {found['lower_bound']:,} GPUs of {_gb(found['usable_memory_bytes'])} usable"]
+    lay = found["layout"]
+    data = {**found, "layout": None if lay is None else {k: getattr(lay, k) for k in (
+        "tp", "pp", "dp", "ep", "zero_stage", "recompute", "virtual_stages", "stage_layers")}}
+    if lay is None:
+        lines.append(f"no layout fits on up to {2**20:,} x {spec.name}")
+        return {"data": data, "lines": lines}
+    where = "these GPUs" if found["n_gpus"] == args.gpus else f"{found['n_gpus']:,} x {spec.name}"
+    flags = f"--gpus {found['n_gpus']} --tp {lay.tp} --pp {lay.pp}" + (f" --ep {lay.ep}" if lay.ep > 1 else "")
+    flags += f" --zero {lay.zero_stage} --recompute {lay.recompute}"
+    lines.append(f"a layout fits on {where} ({_gb(found['memory'])} on the busiest GPU): tp {lay.tp} x pp {lay.pp} x "
+                 f"dp {lay.dp} (ep {lay.ep}), ZeRO-{lay.zero_stage}, recompute {lay.recompute}: plan it with {flags}, "
+                 "or leave out the layout flags to search that cluster")
+    if cfg.is_moe:
+        lines.append("a mixture of experts holds all its experts but computes with few: expert parallelism (--ep) "
+                     "spreads the experts over the data-parallel GPUs and pipeline stages (--pp) split the layers, "
+                     f"both across nodes; tensor parallelism beyond the {spec.domain_size} GPUs of one "
+                     "scale-up domain sends its all-reduces over the network")
+    return {"data": data, "lines": lines}
+
+
 def _plan(argv: Sequence[str]) -> int:
-    from .parallel import Layout  # noqa: F401 - imported for its validation messages
+    from .parallel import check_layout
     from .planning import layout_for, search_training_runs, training_run
 
     args = _plan_parser().parse_args(argv)
@@ -443,22 +494,37 @@ def _plan(argv: Sequence[str]) -> int:
         degrees = {k: v for k, v in (("tp", args.tp), ("pp", args.pp), ("cp", args.cp), ("ep", args.ep),
                                     ("zero_stage", args.zero), ("microbatch_size", args.micro_batch),
                                     ("recompute", args.recompute), ("virtual_stages", args.virtual_stages),
-                                    ("schedule", args.schedule)) if v is not None}
+                                    ("schedule", args.schedule), ("stage_layers", args.stage_layers))
+                   if v is not None}
         degrees.setdefault("zero_stage", 1)
         degrees.setdefault("recompute", "selective")
-        layout = layout_for(cfg, args.gpus, seq, gbt, **degrees)
+        try:
+            layout = layout_for(cfg, args.gpus, seq, gbt, **degrees)
+            check_layout(cfg, layout, seq)
+        except ValueError as err:  # name the flags as typed
+            text = str(err)
+            for name, flag in (("pp * virtual_stages", "--pp * --virtual-stages"),
+                               ("virtual_stages or pp", "--virtual-stages or --pp"),
+                               ("stage_layers", "--stage-layers")):
+                text = text.replace(name, flag)
+            raise ValueError(text) from None
         _check_one_step(args.tokens, layout.global_batch, seq)
         run = training_run(cfg, args.tokens, args.gpu, layout, seq, **kw)
+        works = None if run["fits"] else _what_works(cfg, args, seq, gbt)
         if args.json:
-            print(json.dumps(run, indent=2))
+            print(json.dumps(run if works is None else {**run, "what_works": works["data"]}, indent=2))
         else:
             print(f"Training {cfg.name} ({run['model']['params']:,} parameters) on {_count(args.tokens)} tokens, "
                   f"{run['cluster']['n_gpus']:,} x {run['cluster']['gpu']}")
             _print_rows(_plan_text(run))
+            if works is not None:
+                _print_rows([("what works", line) for line in works["lines"][:1]]
+                            + [("", line) for line in works["lines"][1:]])
         return 0 if run["fits"] else 1
     found = search_training_runs(cfg, args.tokens, args.gpu, args.gpus, seq, gbt, top=args.top, **kw)
+    works = None if found["best"] else _what_works(cfg, args, seq, gbt)
     if args.json:
-        print(json.dumps(found, indent=2))
+        print(json.dumps(found if works is None else {**found, "what_works": works["data"]}, indent=2))
         return 0 if found["best"] else 1
     print(f"Training {cfg.name} on {_count(args.tokens)} tokens, {args.gpus:,} x {accelerator(args.gpu).name}: "
           "searched "
@@ -473,6 +539,7 @@ def _plan(argv: Sequence[str]) -> int:
                   f"{_gb(-close['margin_bytes'])} more than the {_gb(close['cluster']['usable_memory_bytes'])} "
                   f"usable of the accelerator's {_gb(close['cluster']['memory_bytes'])}")
             _print_rows(_plan_text(close))
+        _print_rows([("what works", line) for line in works["lines"][:1]] + [("", line) for line in works["lines"][1:]])
         return 1
     for i, run in enumerate(found["best"], 1):
         est = run["prediction"]

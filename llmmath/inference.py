@@ -94,7 +94,6 @@ __all__ = [
     "steady_state",
     "weight_critical_batch",
     "step_critical_batch",
-    "critical_batch",
 ]
 
 #: Where a prefill computes logits: at the ``last`` position only (what ``generate`` asks for,
@@ -1271,8 +1270,3 @@ def step_critical_batch(
         return flops / peak >= moved / spec.memory_bandwidth
 
     return _smallest(balanced)
-
-
-#: The whole-step quantity's former name (the capstone's cheat sheet still names it):
-#: :func:`step_critical_batch`.
-critical_batch = step_critical_batch

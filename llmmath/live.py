@@ -53,7 +53,9 @@ def plan_rows(**inputs: Any) -> list[tuple[str, str, str]]:
     """The calculator's numbers for ``inputs`` (keys of :data:`DEFAULTS`; the others take the
     defaults): ``(key, label, value)`` rows, values formatted as the page shows them. A ``batch``
     of 0 serves the largest batch that fits; ``mfu`` None takes the step-time model's prediction
-    (:func:`llmmath.step_time`: its bound, a lower bound on the step, is shown beside it)."""
+    (:func:`llmmath.step_time`: its bound, a lower bound on the step, is shown beside it, and the
+    prediction's terms and leave-one-out error). Serving times are labelled a bound or a prediction
+    (:func:`llmmath.serving_run`), with the bound's terms."""
     from llmmath.planning import layout_for, serving_run, training_run
 
     unknown = sorted(set(inputs) - set(DEFAULTS))
@@ -82,6 +84,11 @@ def plan_rows(**inputs: Any) -> list[tuple[str, str, str]]:
             ("predicted_step_seconds", "step (s) expected, the calibrated prediction",
              f"{run['predicted_step_seconds']:,.3f}"),
             ("predicted_mfu", "MFU expected", f"{run['predicted_mfu']:.1%}"),
+            ("predicted_terms", "expected step's terms (s)",
+             "compute {compute:,.3f} + bubble {bubble:,.3f} + exposed communication {exposed_communication:,.3f} "
+             "+ optimizer {optimizer:,.3f}".format(**run["prediction"])),
+            ("predicted_error", "expected step's error (leave-one-out, published runs)",
+             f"median {run['predicted_error']['median_abs']:.0%}, 90% within {run['predicted_error']['p90_abs']:.0%}"),
             ("step_seconds", f"step (s), {run['time_source']}", f"{run['step_seconds']:,.3f}"),
             ("mfu", "MFU", f"{run['mfu']:.1%}"),
             ("days", f"days for {x['tokens']:.3g} tokens", f"{run['days']:,.2f}"),
@@ -89,9 +96,18 @@ def plan_rows(**inputs: Any) -> list[tuple[str, str, str]]:
     rows += [("weights_per_gpu", "serving: weights per GPU (GB)", f"{srv['weights_bytes_per_gpu'] / GB:,.2f}"),
              ("max_batch", "largest batch that fits (sequences)", f"{srv['max_batch']:,}")]
     if srv["fits"]:
+        step = srv["step"]
         rows += [("batch", "batch served", f"{srv['batch']:,}"),
-                 ("ms_per_token", "time per output token (ms)", f"{srv['seconds_per_output_token'] * 1e3:,.2f}"),
-                 ("tokens_per_second", "output tokens per second", f"{srv['tokens_per_second']:,.0f}")]
+                 ("ms_per_token", "time per output token (ms), bound", f"{srv['seconds_per_output_token'] * 1e3:,.2f}"),
+                 ("bound_terms", "bound's terms (ms; overlapping: a kernel takes the longer of its reads and FLOPs)",
+                  f"weights read {step['weights_read'] * 1e3:,.2f}, KV cache read {step['kv_read'] * 1e3:,.2f}, "
+                  f"compute {(step['matmul_compute'] + step['attention_compute']) * 1e3:,.2f}, "
+                  f"communication {step['communication'] * 1e3:,.2f}"),
+                 ("predicted_ms_per_token", f"time per output token (ms), predicted ({srv['calibration']['name']})",
+                  f"{srv['predicted_seconds_per_output_token'] * 1e3:,.2f}"),
+                 ("tokens_per_second", "output tokens per second, bound", f"{srv['tokens_per_second']:,.0f}"),
+                 ("predicted_tokens_per_second", "output tokens per second, predicted",
+                  f"{srv['predicted_tokens_per_second']:,.0f}")]
     else:
         rows.append(("batch", "batch served", f"{srv['batch']:,} does not fit"))
     return rows

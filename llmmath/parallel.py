@@ -57,6 +57,7 @@ __all__ = [
     "communication_seconds",
     "tp_comm_compute_ratio",
     "balanced_stage_layers",
+    "embedding_loss_stage_layers",
 ]
 
 #: Collectives, as PyTorch names them (``p2p``: one send of a point-to-point pair).
@@ -947,6 +948,27 @@ def balanced_stage_layers(n_layers: int, stages: int) -> tuple[int, ...]:
         return ()
     q, r = divmod(n, k)
     return tuple(q + (i < r) for i in range(k))
+
+
+def embedding_loss_stage_layers(n_layers: int, stages: int) -> tuple[int, ...]:
+    """Layers per pipeline chunk when the input embedding and the loss each count as one layer
+    (Megatron-LM's ``--account-for-embedding-in-pipeline-split`` and
+    ``--account-for-loss-in-pipeline-split``): the ``L + 2`` slots split as evenly as possible (one
+    more on the first stages), then one slot fewer on the first chunk (the embedding's) and on the
+    last (the loss's). Llama 3 405B's ``L = 126`` layers on ``16 x 8 = 128`` chunks: the first and
+    the last chunk hold no layer, every other one layer, as Meta ran it; on 16 stages: 7, fourteen
+    times 8, 7, "one Transformer layer" less on the first and the last stage. ``stages`` may be
+    at most ``L + 2``. Derived in chapter :doc:`/chapters/capstone`.
+    """
+    n, k = check_int("n_layers", n_layers), check_int("stages", stages)
+    if k > n + 2:
+        raise ValueError(f"stages must be an integer <= n_layers + 2 = {n + 2} (the embedding and the loss "
+                         f"count as one layer each), got {k}")
+    q, r = divmod(n + 2, k)
+    slots = [q + (i < r) for i in range(k)]
+    slots[0] -= 1
+    slots[-1] -= 1
+    return tuple(slots)
 
 
 #: Names that moved to :mod:`llmmath.steptime` (the one step-time model); ``from llmmath.parallel

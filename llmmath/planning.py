@@ -11,6 +11,7 @@ Derived in chapter :doc:`/chapters/capstone`.
 
 from __future__ import annotations
 
+import itertools
 import math
 import numbers
 from typing import Any
@@ -34,20 +35,22 @@ from .inference import (
     usable_memory_bytes,
     weight_format,
 )
-from .memory import RECOMPUTE_MODES
+from .memory import RECOMPUTE_MODES, training_state_bytes
 from .parallel import (
     V_SCHEDULES,
     Layout,
     balanced_stage_layers,
     check_layout,
     communication_bytes,
+    embedding_loss_stage_layers,
     memory_per_gpu,
 )
 from .params import active_param_count, param_breakdown, param_count
 from .steptime import MFU_CONVENTION, model_flops, search_layouts, step_time
 from .units import bytes_for
 
-__all__ = ["MEMORY_RESERVE", "training_run", "layout_for", "search_training_runs", "serving_run"]
+__all__ = ["MEMORY_RESERVE", "training_run", "layout_for", "search_training_runs", "fewest_training_gpus",
+           "serving_run"]
 
 def _check_cfg(cfg: Any) -> TransformerConfig:
     if not isinstance(cfg, TransformerConfig):
@@ -201,7 +204,11 @@ def layout_for(cfg: TransformerConfig, n_gpus: int, seq: int, global_batch_token
     1), sequence parallelism with tensor parallelism, the interleaved schedule when ``virtual_stages > 1``
     (two chunks per GPU for the V schedules ``zbv`` and ``dualpipev``), and, when ``pp`` (times the virtual stages)
     does not divide the layers, the layers split as evenly as possible, the first stages holding
-    one more (Llama 3 405B's 126 layers on 16 stages). Derived in chapter :doc:`/chapters/capstone`.
+    one more (:func:`llmmath.balanced_stage_layers`); with more chunks than layers (at most two
+    more), the embedding and the loss take a chunk each
+    (:func:`llmmath.embedding_loss_stage_layers`: Llama 3 405B's 126 layers on 16 stages of 8
+    chunks, the first and last chunk empty, as Meta ran it). ``stage_layers`` given as a degree
+    overrides both. Derived in chapter :doc:`/chapters/capstone`.
     """
     cfg = _check_cfg(cfg)
     gbt = _check_count("global_batch_tokens", global_batch_tokens)
@@ -221,7 +228,12 @@ def layout_for(cfg: TransformerConfig, n_gpus: int, seq: int, global_batch_token
         degrees["virtual_stages"] = 2
     if "stage_layers" not in degrees:
         stages = check_int("pp", degrees.get("pp", 1)) * check_int("virtual_stages", degrees.get("virtual_stages", 1))
-        degrees["stage_layers"] = balanced_stage_layers(cfg.n_layers, stages)
+        if stages > cfg.n_layers + 2:
+            raise ValueError(f"pp * virtual_stages = {stages} model chunks for {cfg.n_layers} layers: at most "
+                             f"{cfg.n_layers + 2} (the embedding and the loss may take a chunk each); lower "
+                             "virtual_stages or pp, or give the layers of each chunk (stage_layers)")
+        degrees["stage_layers"] = (balanced_stage_layers(cfg.n_layers, stages) if stages <= cfg.n_layers
+                                   else embedding_loss_stage_layers(cfg.n_layers, stages))
     return Layout.for_gpus(n, **degrees)
 
 
@@ -269,6 +281,73 @@ def search_training_runs(
         closest = training_run(cfg, tokens, spec, least.layout, s, **kw)
     return {"candidates": len(plans), "fitting": sum(p.fits for p in plans), "global_batch": batch,
             "reserve": reserve, "best": best, "closest": closest}
+
+
+def fewest_training_gpus(
+    cfg: TransformerConfig, gpu: str, seq: int, global_batch_tokens: float, *, start: int = 1,
+    precision: str = "mixed", optimizer: str = "adam", flash_attention: bool = True, dropout: bool = True,
+    reserve: float = MEMORY_RESERVE, limit: int = 2**20,
+) -> dict[str, Any]:
+    """What works when a training run does not fit: the fewest accelerators ``gpu`` on which some
+    layout of ``cfg`` fits in the memory less the ``reserve`` share, for ``global_batch_tokens`` per
+    step in sequences of ``seq`` tokens.
+
+    ``lower_bound``: ``ceil(S / M)`` with ``S`` the whole training state
+    (:func:`llmmath.training_state_bytes`: weights, gradients, master weights and optimizer states
+    at ``precision`` with ``optimizer``) and ``M`` the usable memory of one GPU. Every byte of the
+    state is stored on at least one GPU, so no layout of fewer GPUs fits, whatever it shards.
+    ``n_gpus``: the smallest count ``n >= max(start, lower_bound)`` among the powers of two (and
+    ``start`` itself) up to ``limit`` on which a layout fits, found by memory alone
+    (:func:`llmmath.memory_per_gpu`; no step time is computed): tensor parallelism within the
+    scale-up domain, pipeline degrees dividing the layers or powers of two (the layers split by
+    :func:`layout_for`), expert parallelism over powers of two dividing the experts, ZeRO-1 (ZeRO-3
+    without a pipeline), no or full recomputation, micro-batches of one sequence. ``layout`` is the
+    fitting layout at ``n_gpus`` with the shortest predicted step (:func:`llmmath.step_time`),
+    ``memory`` its busiest GPU's bytes (all None when nothing up to ``limit`` fits).
+    Derived in chapter :doc:`/chapters/capstone`.
+    """
+    cfg = _check_cfg(cfg)
+    spec = accelerator(gpu)
+    s = check_int("seq", seq)
+    gbt = _check_count("global_batch_tokens", global_batch_tokens)
+    first, last = check_int("start", start), check_int("limit", limit)
+    check_bool("flash_attention", flash_attention)
+    check_bool("dropout", dropout)
+    reserve = check_positive("reserve", reserve, allow_zero=True)
+    if reserve >= 1:
+        raise ValueError(f"reserve is a share of the GPU's memory in [0, 1), got {reserve}")
+    usable = spec.memory_bytes * (1 - reserve)
+    state = training_state_bytes(cfg, precision, optimizer)["total"]
+    lower = math.ceil(state / usable)
+    counts = sorted({n for n in [first] + [2**i for i in range(31)] if max(first, lower) <= n <= last})
+    mem_kw = dict(precision=precision, optimizer=optimizer, flash_attention=flash_attention, dropout=dropout)
+    tps = [2**i for i in range(8) if 2**i <= spec.domain_size]
+    eps = [2**i for i in range(12) if cfg.is_moe and cfg.n_experts % 2**i == 0] or [1]
+    for n in counts:
+        pps = sorted({d for d in range(1, cfg.n_layers + 1) if cfg.n_layers % d == 0 and d <= n}
+                     | {2**i for i in range(12) if 2**i <= min(n, cfg.n_layers)})
+        fitting: list[tuple[float, int, Layout]] = []
+        for t in tps:
+            for p in pps:
+                if n % (t * p):
+                    continue
+                for e, z, rec in itertools.product(eps, (1, 3) if p == 1 else (1,), ("none", "full")):
+                    try:
+                        lay = layout_for(cfg, n, s, gbt, tp=t, pp=p, ep=e, zero_stage=z, recompute=rec)
+                        check_layout(cfg, lay, s)
+                    except ValueError:
+                        continue
+                    mem = memory_per_gpu(cfg, lay, s, **mem_kw)["total"]
+                    if mem <= usable:
+                        step = step_time(cfg, lay, s, spec, state_precision=precision,
+                                         flash_attention=flash_attention)["step"]
+                        fitting.append((step, mem, lay))
+        if fitting:
+            step, mem, lay = min(fitting, key=lambda f: (f[0], f[1]))
+            return {"lower_bound": lower, "state_bytes": state, "usable_memory_bytes": usable, "n_gpus": n,
+                    "layout": lay, "memory": mem}
+    return {"lower_bound": lower, "state_bytes": state, "usable_memory_bytes": usable, "n_gpus": None,
+            "layout": None, "memory": None}
 
 
 def _pipeline_memory(cfg: TransformerConfig, shard: TransformerConfig, pp: int, dtype: Any,

@@ -128,6 +128,9 @@ _PLAN = ["plan", "llama-3-8b", "--tokens", "1e12", "--gpu", "h100", "--gpus", "6
     ([*_PLAN, "--virtual-stages", "0"], "--virtual-stages"),
     ([*_PLAN, "--virtual-stages", "2.5"], "--virtual-stages"),
     ([*_PLAN, "--schedule", "zbb"], "--schedule"),
+    ([*_PLAN, "--stage-layers", "1*x"], "--stage-layers"),
+    ([*_PLAN, "--pp", "2", "--stage-layers", "16,15"], "--stage-layers"),
+    ([*_PLAN, "--pp", "4", "--virtual-stages", "9"], "--virtual-stages"),
 ])
 def test_plan_and_serve_refuse_a_bad_flag_naming_it(argv, flag, capsys):
     assert main(argv) == 2

@@ -103,6 +103,58 @@ def test_layout_for_derives_dp_microbatches_and_uneven_stages():
         layout_for(cfg, 1000, 8192, 16e6, tp=8, pp=16)
 
 
+def test_the_embedding_and_the_loss_take_a_chunk_each_as_meta_split_llama_3():
+    """Llama 3 405B (126 layers) on 16 pipeline stages: the paper (section 3.3.2) reduces "one
+    Transformer layer each from the first and the last stages", and with interleaving "the first
+    model chunk on the first stage has only the embedding, and the last model chunk on the last stage
+    has only output projection and loss": 7, 8 x 14, 7 and, on 16 x 8 chunks, 0, 1 x 126, 0."""
+    from llmmath import embedding_loss_stage_layers
+
+    assert embedding_loss_stage_layers(126, 16) == (7,) + (8,) * 14 + (7,)
+    assert embedding_loss_stage_layers(126, 128) == (0,) + (1,) * 126 + (0,)
+    assert embedding_loss_stage_layers(126, 127) == (1,) * 126 + (0,)
+    assert embedding_loss_stage_layers(126, 1) == (126,)
+    cfg = preset("llama-3.1-405b")
+    lay = layout_for(cfg, 16384, 8192, 16 * 2**20, tp=8, pp=16, virtual_stages=8)
+    assert lay.stage_layers == (0,) + (1,) * 126 + (0,) and lay.schedule == "interleaved"
+    with pytest.raises(ValueError, match="at most 128"):
+        layout_for(cfg, 16384 * 9, 8192, 16 * 2**20, tp=8, pp=16, virtual_stages=9)
+
+
+def test_plan_builds_the_llama_3_layout_the_capstone_builds(capsys):
+    """``plan --virtual-stages 8`` and ``--stage-layers 0,1*126,0`` give the plan of the Layout
+    written out field by field as the capstone (and Table 4's 16,384-GPU row) has it."""
+    cfg = preset("llama-3.1-405b")
+    paper = Layout(tp=8, pp=16, dp=128, microbatches=16, sequence_parallel=True, zero_stage=1,
+                   schedule="interleaved", virtual_stages=8, stage_layers=(0,) + (1,) * 126 + (0,))
+    want = training_run(cfg, 15.6e12, "H100", paper, 8192, dropout=False)
+    base = ["plan", "llama-3.1-405b", "--tokens", "15.6e12", "--gpu", "h100", "--gpus", "16384", "--tp", "8",
+            "--pp", "16", "--virtual-stages", "8", "--recompute", "none", "--no-dropout", "--seq", "8192",
+            "--global-batch-tokens", str(16 * 2**20), "--json"]
+    for extra in ([], ["--stage-layers", "0,1*126,0"]):
+        assert main([*base, *extra]) == 1  # 8K tokens without checkpointing: not in 72 GB by our count
+        got = json.loads(capsys.readouterr().out)
+        assert got["predicted_step_seconds"] == want["predicted_step_seconds"]
+        assert got["memory"] == want["memory"] and got["layout"]["virtual_stages"] == 8
+    assert main([*base[:-1], "--stage-layers", "0,1*125,0"]) == 2
+    assert "--stage-layers must have --pp * --virtual-stages = 128 entries" in capsys.readouterr().err
+
+
+def test_a_deepseek_v3_plan_that_does_not_fit_says_what_works(capsys):
+    """On 64 H800s nothing holds DeepSeek-V3's training state: ``plan`` says how many GPUs the state
+    alone needs (16 bytes per parameter with Adam, mixed precision, over 90% of 80 GB) and a layout
+    that fits, whose flags, planned as printed, fit."""
+    base = ["plan", "deepseek-v3", "--tokens", "14.8e12", "--gpu", "h800", "--seq", "4096", "--no-dropout"]
+    assert main([*base, "--gpus", "64", "--tp", "8", "--pp", "8"]) == 1
+    out = capsys.readouterr().out
+    need = math.ceil(16 * llmmath.param_count(preset("deepseek-v3")) / (0.9 * 80e9))
+    assert f"needs at least {need:,} GPUs" in out and "expert parallelism (--ep)" in out
+    flags = re.search(r"plan it with (--gpus \d+ .*?), or", out).group(1).split()
+    assert int(flags[1]) >= need
+    assert main([*base, *flags]) == 0  # the layout offered fits
+    assert "fits (" in capsys.readouterr().out
+
+
 def test_search_returns_fitting_layouts_fastest_first_or_the_closest_miss():
     cfg = _gpt()
     found = search_training_runs(cfg, 1e9, "H100", 16, 512, 64 * 512, top=3)

@@ -96,13 +96,20 @@ WRITTEN = {
         "Why do the two MFUs differ?",
     ),
     'capstone-ex-gpt3-h100': (
-        "Is assuming the same MFU on H100s reasonable? Why?",
+        "Is assuming the same MFU on H100s reasonable? Decide with the step-time model's prediction for the "
+        "same layout on H100s.",
     ),
     'capstone-ex-70b-memory': (
         "Why does the pipeline help less than its factor of 4?",
     ),
     'capstone-ex-deepseek': (
-        "What is wrong with the first number?",
+        "Which of the two is a possible MFU, and why?",
+    ),
+    'capstone-ex-serve': (
+        "Which term of the bound dominates the step, and what does that tell you about the batch to choose?",
+    ),
+    'capstone-ex-budget': (
+        "Derive the tokens D that a number of GPU-hours buys from the days formula.",
     ),
     'capstone-ex-h800': (
         "What do the two ratios say about tensor parallelism on H800s for this width?",
