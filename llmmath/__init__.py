@@ -21,6 +21,7 @@ module              chapter
 ``optim``           optimizer update rules and their state
 ``scaling``         scaling laws and compute-optimal training
 ``parallel``        splitting a training step across GPUs: collectives, layouts, memory
+``moe_parallel``    expert parallelism: where a token's copies travel (node-limited, hierarchical)
 ``steptime``        the time of a training step: the bound and the calibrated prediction
 ``calibration``     published measured runs and the step-time model's fitted constants
 ``planning``        planning a training run and its serving end to end (``plan``, ``serve``)
@@ -55,6 +56,7 @@ from . import (
     matmul,
     memory,
     mlp,
+    moe_parallel,
     optim,
     parallel,
     params,
@@ -76,6 +78,7 @@ from .inference import *  # noqa: F403
 from .matmul import *  # noqa: F403
 from .memory import *  # noqa: F403
 from .mlp import *  # noqa: F403
+from .moe_parallel import *  # noqa: F403
 from .optim import *  # noqa: F403
 from .parallel import *  # noqa: F403
 from .params import *  # noqa: F403
@@ -90,7 +93,7 @@ __version__ = "0.1.0"
 #: The modules whose public names make up the top level, in the book's order.
 MODULES = (
     config, presets, matmul, chain, mlp, params, flops, hardware, memory, inference, units, optim, scaling, parallel,
-    steptime, calibration, planning, errata,
+    moe_parallel, steptime, calibration, planning, errata,
     _check_module,
 )
 

@@ -30,6 +30,7 @@ TITLES = {
     "llmmath.optim": "Optimizers ({doc}`optimizers`)",
     "llmmath.scaling": "Scaling laws ({doc}`scaling-laws`)",
     "llmmath.parallel": "Splitting a training step across GPUs ({doc}`parallelism`)",
+    "llmmath.moe_parallel": "Expert parallelism across nodes ({doc}`parallelism`)",
     "llmmath.steptime": "The time of a training step: bound and prediction ({doc}`parallelism`)",
     "llmmath.calibration": "Published measured runs and the calibration ({doc}`capstone`)",
     "llmmath.planning": "Planning a run end to end ({doc}`capstone`)",
