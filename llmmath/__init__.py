@@ -22,6 +22,7 @@ module              chapter
 ``scaling``         scaling laws and compute-optimal training
 ``parallel``        splitting a training step across GPUs: collectives, layouts, memory
 ``moe_parallel``    expert parallelism: where a token's copies travel (node-limited, hierarchical)
+``sharding``        ZeRO/FSDP padding, the FSDP x TP split, the memory a GPU keeps free
 ``steptime``        the time of a training step: the bound and the calibrated prediction
 ``calibration``     published measured runs and the step-time model's fitted constants
 ``planning``        planning a training run and its serving end to end (``plan``, ``serve``)
@@ -63,6 +64,7 @@ from . import (
     planning,
     presets,
     scaling,
+    sharding,
     steptime,
     units,
 )
@@ -85,6 +87,7 @@ from .params import *  # noqa: F403
 from .planning import *  # noqa: F403
 from .presets import *  # noqa: F403
 from .scaling import *  # noqa: F403
+from .sharding import *  # noqa: F403
 from .steptime import *  # noqa: F403
 from .units import *  # noqa: F403
 
@@ -93,7 +96,7 @@ __version__ = "0.1.0"
 #: The modules whose public names make up the top level, in the book's order.
 MODULES = (
     config, presets, matmul, chain, mlp, params, flops, hardware, memory, inference, units, optim, scaling, parallel,
-    moe_parallel, steptime, calibration, planning, errata,
+    moe_parallel, sharding, steptime, calibration, planning, errata,
     _check_module,
 )
 

@@ -102,6 +102,7 @@ from .parallel import (
     stage_param_counts,
     step_collectives,
 )
+from .sharding import MEMORY_RESERVE
 
 __all__ = [
     "MODES",
@@ -904,13 +905,14 @@ def search_layouts(
     tp: tuple[int, ...] | None = None, pp: tuple[int, ...] | None = None, cp: tuple[int, ...] = (1,),
     ep: tuple[int, ...] | None = None, zero_stages: tuple[int, ...] = (1,),
     recompute: tuple[str, ...] = RECOMPUTE_MODES, microbatch_sizes: tuple[int, ...] = (1, 2, 4),
-    virtual_stages: tuple[int, ...] = (1,), sequence_parallel: bool = True, usable_memory: float = 1.0,
-    **kwargs: Any,
+    virtual_stages: tuple[int, ...] = (1,), sequence_parallel: bool = True,
+    usable_memory: float = 1 - MEMORY_RESERVE, **kwargs: Any,
 ) -> list[Plan]:
     """Every layout of ``n_gpus`` GPUs for ``global_batch`` sequences of ``seq`` tokens, with its
     memory (:func:`llmmath.parallel.memory_per_gpu`) and its predicted and bound step
     (:func:`step_time`), best first: the layouts that fit (``memory <= usable_memory x gpu
-    memory``) by predicted step time, then the others by memory.
+    memory``; by default the memory less :data:`llmmath.sharding.MEMORY_RESERVE`, the CUDA context,
+    NCCL's buffers and fragmentation) by predicted step time, then the others by memory.
 
     Enumerated: ``tp`` (default the powers of two up to the scale-up domain), ``pp`` (default the
     divisors of ``n_layers`` and the powers of two, up to ``n_gpus``; layers split by

@@ -31,6 +31,7 @@ TITLES = {
     "llmmath.scaling": "Scaling laws ({doc}`scaling-laws`)",
     "llmmath.parallel": "Splitting a training step across GPUs ({doc}`parallelism`)",
     "llmmath.moe_parallel": "Expert parallelism across nodes ({doc}`parallelism`)",
+    "llmmath.sharding": "Sharding in practice: padding, FSDP x TP, the memory reserve ({doc}`parallelism`)",
     "llmmath.steptime": "The time of a training step: bound and prediction ({doc}`parallelism`)",
     "llmmath.calibration": "Published measured runs and the calibration ({doc}`capstone`)",
     "llmmath.planning": "Planning a run end to end ({doc}`capstone`)",

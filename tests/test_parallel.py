@@ -482,7 +482,8 @@ def test_search_layouts():
     for p in plans[:5]:
         check_layout(cfg, p.layout, 4096)
         assert p.memory == memory_per_gpu(cfg, p.layout, 4096, flash_attention=True, dropout=False)["total"]
-        assert p.fits == (p.memory <= accelerator("A100").memory_bytes)
+        # the search keeps the stated reserve free (CUDA context, NCCL buffers, fragmentation)
+        assert p.fits == (p.memory <= 0.9 * accelerator("A100").memory_bytes)
 
 
 def test_search_skips_interleaving_without_a_pipeline_and_ranks_at_the_requested_peak():
