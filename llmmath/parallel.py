@@ -61,6 +61,7 @@ __all__ = [
     "communication_bytes",
     "communication_seconds",
     "tp_comm_compute_ratio",
+    "tp_layer_comm_ratio",
     "balanced_stage_layers",
 ]
 
@@ -1227,6 +1228,44 @@ def tp_comm_compute_ratio(
     if chosen is None:
         raise ValueError(f"gpu {spec.name!r} has no {link} link in llmmath.hardware")
     return (t - 1) * B * gpu_peak_flops(spec, precision) / (9 * h * chosen.bandwidth)
+
+
+def tp_layer_comm_ratio(
+    cfg: TransformerConfig, tp: int, gpu: str | Accelerator, tokens: int, *, tp_per_node: int | None = None,
+    algorithm: str = "ring", latency: bool = True, bytes_per_value: int = 2, precision: str = "bf16_tensor",
+) -> float:
+    """Time of one dense layer's tensor-parallel all-reduces over the time of its weight products,
+    on ``tokens`` tokens: ``4 x collective_seconds(all_reduce, t, T h B) / (6 W_L T / (t F))``.
+
+    ``W_L`` is the layer's weight matrices (Llama 3 70B: ``12.75 h^2``, GQA's smaller K and V and
+    the 3.5h-wide SwiGLU; a GPT layer ``12 h^2``), the forward and backward of its products ``6 W_L
+    T / t`` FLOPs at the peak ``F``; the 4 all-reduces of ``T h B`` bytes follow the link model of
+    :func:`collective_link_seconds`: the ``t`` ranks are spread ``tp_per_node`` per scale-up domain
+    (default: all in one when they fit), the bytes that leave a domain shared among its GPUs' NICs,
+    both links in parallel; ``latency=False`` drops the ``steps x alpha`` term (then ``tokens``
+    cancels). :func:`tp_comm_compute_ratio` is its closed form for a GPT layer on one link.
+    Derived in chapter :doc:`/chapters/parallelism`.
+    """
+    from .flops import flops_breakdown
+
+    cfg = _check_cfg(cfg)
+    t, T = check_int("tp", tp), check_int("tokens", tokens)
+    spec = accelerator(gpu)
+    B = check_int("bytes_per_value", bytes_per_value)
+    check_bool("latency", latency)
+    k = min(t, spec.domain_size) if tp_per_node is None else check_int("tp_per_node", tp_per_node, maximum=t)
+    if t % k or k > spec.domain_size:
+        raise ValueError(f"tp_per_node must divide tp={t} and fit in a {spec.domain_size}-GPU domain, got {k}")
+    dense = next((spec_ for spec_ in cfg.layers if spec_.mlp == "dense"), None)
+    if dense is None:
+        raise ValueError(f"{cfg.name!r} has no dense layer")
+    one = cfg.replace(n_layers=1, attention_types=(dense.attention,), mlp_types=("dense",) if cfg.is_moe else ())
+    bd = flops_breakdown(one, T, 1)
+    linear = sum(bd[key] for key in ("q_proj", "k_proj", "v_proj", "o_proj", "mlp_gate", "mlp_up", "mlp_down"))
+    compute = 3 * linear / t / gpu_peak_flops(spec, precision)
+    lat, up, out = collective_link_seconds("all_reduce", t, T * cfg.hidden_size * B, spec, algorithm=algorithm,
+                                           span=t * spec.domain_size // k)
+    return 4 * ((lat if latency else 0.0) + max(up, out)) / compute
 
 
 # ---------------------------------------------------------------------------------------------

@@ -687,3 +687,32 @@ def test_interleaved_round_size():
         Layout(pp=4, microbatches=8, schedule="interleaved", virtual_stages=2, round_size=3)
     with pytest.raises(ValueError, match="needs schedule='interleaved'"):
         Layout(pp=4, microbatches=8, round_size=4)
+
+
+def test_tp_layer_comm_ratio_llama3_70b_across_nodes():
+    """Issue 26, item 6: Llama 3 70B's layer has 12.75 h^2 weights (q, o: h^2 each; k, v: h^2/8 each;
+    SwiGLU 3 x 3.5 h^2); t = 8 split 4 + 4 over two nodes sends 1/4 of each GPU's ring bytes over its
+    own NIC (the link model of collective_link_seconds), t = 16 over two nodes 1/8."""
+    from llmmath.parallel import tp_layer_comm_ratio
+
+    cfg, T = preset("llama-3-70b"), 4096
+    h = cfg.hidden_size
+    assert cfg.kv_dim == h // 8 and cfg.ffn_size * 2 == 7 * h
+    weights = 2 * h * h + 2 * h * h // 8 + 3 * h * cfg.ffn_size
+    assert weights * 4 == 51 * h * h  # 12.75 h^2
+    h100 = accelerator("H100")
+    peak, out, up = gpu_peak_flops("H100"), h100.scale_out, h100.scale_up
+    M = T * h * 2
+    for t, k in ((8, 4), (16, 8)):
+        compute = 6 * weights * T / t / peak
+        ring = 2 * (t - 1) / t * M
+        comm = 4 * (2 * (t - 1) * out.latency + max(ring / k / out.bandwidth, ring * (k - 1) / k / up.bandwidth))
+        assert tp_layer_comm_ratio(cfg, t, "H100", T, tp_per_node=k) == pytest.approx(comm / compute)
+        bw_only = 4 * ring / k / out.bandwidth / compute
+        assert tp_layer_comm_ratio(cfg, t, "H100", T, tp_per_node=k, latency=False) == pytest.approx(bw_only)
+    # a GPT layer on one link is the closed form (t - 1) B F / (9 h W)
+    g3 = preset("gpt3-175b")
+    assert tp_layer_comm_ratio(g3, 8, "A100", 2048, latency=False) == pytest.approx(
+        tp_comm_compute_ratio(g3.hidden_size, 8, "A100"))
+    with pytest.raises(ValueError, match="tp_per_node must divide"):
+        tp_layer_comm_ratio(cfg, 8, "H100", T, tp_per_node=3)
