@@ -51,7 +51,6 @@ __all__ = [
     "stage_activation_bytes",
     "memory_per_stage",
     "memory_per_gpu",
-    "cp_gathered_kv_bytes",
     "Collective",
     "TP_PLANS",
     "CP_STYLES",
@@ -803,25 +802,10 @@ def _layer_activation(cfg: TransformerConfig, mlp: str, b: int, s: int, cp: int,
     if sp and sp_saves_gathered and recompute != "full":  # the gathered qkv and fc1 inputs, whole
         total += 2 * (t - 1) * B * b * sl * cfg.hidden_size // t
     if cp > 1 and cp_kv and recompute != "full":  # the all-gathered keys and values, less the local shard
+        from .context_parallel import cp_gathered_kv_bytes
+
         total += (cp - 1) * cp_gathered_kv_bytes(cfg, b, s, t, B) // cp
     return total
-
-
-def cp_gathered_kv_bytes(cfg: TransformerConfig, batch: int, seq: int, tp: int = 1, bytes_per_value: int = 2) -> int:
-    """Bytes of one layer's all-gathered keys and values on one GPU, ``b s (d_kv + d_v) B / t``:
-    what all-gather context parallelism (``cp_style="all_gather"``) keeps for the backward pass
-    when the attention saves its inputs (PyTorch 2.13's all-gather style does). The local
-    ``1/cp`` share is the layer's own keys and values, which :func:`llmmath.memory.activation_bytes`
-    already counts, so a GPU holds ``(cp-1)/cp`` of this more per layer and micro-batch in flight
-    (:func:`stage_activation_bytes`); re-gathering in the backward (``cp_style="ring"``) trades
-    it for an all-gather more. Derived in chapter :doc:`/chapters/parallelism`.
-    """
-    cfg = _check_cfg(cfg)
-    b, s, t = check_int("batch", batch), check_int("seq", seq), check_int("tp", tp)
-    B = check_int("bytes_per_value", bytes_per_value)
-    if cfg.n_kv_heads % t:
-        raise ValueError(f"tp={t} must divide n_kv_heads={cfg.n_kv_heads}")
-    return b * s * (cfg.kv_dim + cfg.v_dim) * B // t
 
 
 def stage_activation_bytes(
@@ -844,7 +828,8 @@ def stage_activation_bytes(
     (whole-sequence) inputs of the QKV and first MLP projections instead of re-gathering them in
     the backward pass as Megatron-LM does: ``2 (t-1)/t x 2sbh`` more per layer. With context
     parallelism in the ``all_gather`` style (:data:`CP_STYLES`) each layer also keeps the
-    all-gathered keys and values, ``(cp-1)/cp`` of :func:`cp_gathered_kv_bytes` more.
+    all-gathered keys and values, ``(cp-1)/cp`` of
+    :func:`llmmath.context_parallel.cp_gathered_kv_bytes` more.
     Derived in chapter :doc:`/chapters/parallelism`.
     """
     cfg, layout = _check_cfg(cfg), _check_layout_type(layout)

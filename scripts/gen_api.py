@@ -30,6 +30,7 @@ TITLES = {
     "llmmath.optim": "Optimizers ({doc}`optimizers`)",
     "llmmath.scaling": "Scaling laws ({doc}`scaling-laws`)",
     "llmmath.parallel": "Splitting a training step across GPUs ({doc}`parallelism`)",
+    "llmmath.context_parallel": "Context parallelism: load balance and memory ({doc}`parallelism`)",
     "llmmath.moe_parallel": "Expert parallelism across nodes ({doc}`parallelism`)",
     "llmmath.sharding": "Sharding in practice: padding, FSDP x TP, the memory reserve ({doc}`parallelism`)",
     "llmmath.steptime": "The time of a training step: bound and prediction ({doc}`parallelism`)",

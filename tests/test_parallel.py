@@ -602,7 +602,7 @@ def test_tp_backward_allreduces_count_transformers_colwise_modules(name):
 def test_cp_gathered_kv_of_llama3_405b():
     """Issue 26: 'about 67 MB per layer for Llama 3 405B at 128K, t = 8': 8 KV heads of 128 for K and
     V, 131,072 tokens, BF16, split over 8 tensor-parallel GPUs."""
-    from llmmath.parallel import cp_gathered_kv_bytes
+    from llmmath.context_parallel import cp_gathered_kv_bytes
 
     l3 = preset("llama-3.1-405b")
     assert (l3.n_kv_heads, l3.head_dim) == (8, 128)
@@ -716,3 +716,19 @@ def test_tp_layer_comm_ratio_llama3_70b_across_nodes():
         tp_comm_compute_ratio(g3.hidden_size, 8, "A100"))
     with pytest.raises(ValueError, match="tp_per_node must divide"):
         tp_layer_comm_ratio(cfg, 8, "H100", T, tp_per_node=3)
+
+
+@pytest.mark.parametrize("s, c", [(16, 2), (48, 4), (64, 8)])
+def test_cp_causal_pairs_brute_force(s, c):
+    """Count the pairs key <= query of each GPU's queries; the zig-zag order is PyTorch's
+    _HeadTailLoadBalancer's (chunks r and 2c-1-r of 2c)."""
+    from llmmath.context_parallel import cp_causal_pairs
+
+    u = s // (2 * c)
+    zigzag = [list(range(r * u, (r + 1) * u)) + list(range((2 * c - 1 - r) * u, (2 * c - r) * u)) for r in range(c)]
+    contiguous = [list(range(r * s // c, (r + 1) * s // c)) for r in range(c)]
+    for name, split in (("zigzag", zigzag), ("contiguous", contiguous)):
+        counts = [sum(1 for q in qs for k in range(s) if k <= q) for qs in split]
+        assert [cp_causal_pairs(s, c, r, name) for r in range(c)] == counts
+        assert sum(counts) == s * (s + 1) // 2
+    assert len({cp_causal_pairs(s, c, r) for r in range(c)}) == 1  # balanced
