@@ -22,6 +22,9 @@ module              chapter
 ``optim``           optimizer update rules and their state
 ``scaling``         scaling laws and compute-optimal training
 ``parallel``        splitting a training step across GPUs: collectives, layouts, memory
+``context_parallel`` context parallelism: causal load balance, the gathered keys and values
+``moe_parallel``    expert parallelism: where a token's copies travel (node-limited, hierarchical)
+``sharding``        ZeRO/FSDP padding, the FSDP x TP split, the memory a GPU keeps free
 ``steptime``        the time of a training step: the bound and the calibrated prediction
 ``calibration``     published measured runs and the step-time model's fitted constants
 ``planning``        planning a training run and its serving end to end (``plan``, ``serve``)
@@ -49,6 +52,7 @@ from . import (
     calibration,
     chain,
     config,
+    context_parallel,
     errata,
     flops,
     hardware,
@@ -56,6 +60,7 @@ from . import (
     matmul,
     memory,
     mlp,
+    moe_parallel,
     optim,
     parallel,
     params,
@@ -63,6 +68,7 @@ from . import (
     presets,
     scaling,
     serving_systems,
+    sharding,
     steptime,
     units,
 )
@@ -71,6 +77,7 @@ from .calibration import *  # noqa: F403
 from .chain import *  # noqa: F403
 from .check import *  # noqa: F403
 from .config import *  # noqa: F403
+from .context_parallel import *  # noqa: F403
 from .errata import *  # noqa: F403
 from .flops import *  # noqa: F403
 from .hardware import *  # noqa: F403
@@ -78,6 +85,7 @@ from .inference import *  # noqa: F403
 from .matmul import *  # noqa: F403
 from .memory import *  # noqa: F403
 from .mlp import *  # noqa: F403
+from .moe_parallel import *  # noqa: F403
 from .optim import *  # noqa: F403
 from .parallel import *  # noqa: F403
 from .params import *  # noqa: F403
@@ -85,6 +93,7 @@ from .planning import *  # noqa: F403
 from .presets import *  # noqa: F403
 from .scaling import *  # noqa: F403
 from .serving_systems import *  # noqa: F403
+from .sharding import *  # noqa: F403
 from .steptime import *  # noqa: F403
 from .units import *  # noqa: F403
 
@@ -93,7 +102,7 @@ __version__ = "0.1.0"
 #: The modules whose public names make up the top level, in the book's order.
 MODULES = (
     config, presets, matmul, chain, mlp, params, flops, hardware, memory, inference, serving_systems, units, optim,
-    scaling, parallel, steptime, calibration, planning, errata,
+    scaling, parallel, context_parallel, moe_parallel, sharding, steptime, calibration, planning, errata,
     _check_module,
 )
 

@@ -52,19 +52,31 @@ __all__ = [
     "memory_per_stage",
     "memory_per_gpu",
     "Collective",
+    "TP_PLANS",
+    "CP_STYLES",
+    "tp_backward_allreduces",
+    "EP_DISPATCH",
     "step_collectives",
     "communication_bytes",
     "communication_seconds",
     "tp_comm_compute_ratio",
+    "tp_layer_comm_ratio",
     "balanced_stage_layers",
     "embedding_loss_stage_layers",
 ]
 
 #: Collectives, as PyTorch names them (``p2p``: one send of a point-to-point pair).
 COLLECTIVES: tuple[str, ...] = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "p2p")
-#: Algorithms of :func:`collective_bytes`: the bandwidth-optimal ring, and the (double binary)
-#: tree NCCL uses for all-reduce at scale.
-COLLECTIVE_ALGORITHMS: tuple[str, ...] = ("ring", "tree")
+#: Algorithms of :func:`collective_bytes`: the bandwidth-optimal ``ring`` (for an all-to-all: every
+#: peer send posted at once, as NCCL's grouped send/receive and DeepEP run it), the (double binary)
+#: ``tree`` NCCL uses for all-reduce at scale, the in-switch reductions ``nvls`` (NVLink SHARP: the
+#: NVSwitch adds the partial sums, Hopper and later) and ``sharp`` (InfiniBand SHARP: the network
+#: switches add them), both all-reduce only, and ``pairwise`` (an all-to-all as ``n-1`` sequential
+#: exchange steps).
+COLLECTIVE_ALGORITHMS: tuple[str, ...] = ("ring", "tree", "nvls", "sharp", "pairwise")
+#: The kinds each algorithm other than ``ring`` is defined for.
+_ALGORITHM_KINDS = {"tree": ("all_reduce",), "nvls": ("all_reduce",), "sharp": ("all_reduce",),
+                    "pairwise": ("all_to_all",)}
 #: Which interconnect a group uses: ``auto`` (the scale-up domain when the group fits in one),
 #: ``scale_up`` (NVLink/NVSwitch, ICI) or ``scale_out`` (InfiniBand/RoCE).
 LINKS: tuple[str, ...] = ("auto", "scale_up", "scale_out")
@@ -82,7 +94,8 @@ V_SCHEDULES: tuple[str, ...] = ("zbv", "dualpipev")
 PARALLELISMS: tuple[str, ...] = ("tp", "cp", "ep", "dp", "pp")
 #: Keys of :func:`memory_per_gpu` (and of each entry of :func:`memory_per_stage`), bytes.
 MEMORY_KEYS: tuple[str, ...] = (
-    "parameters", "gradients", "master_weights", "master_gradients", "optimizer_states", "activations", "total",
+    "parameters", "gradients", "master_weights", "master_gradients", "optimizer_states", "gathered", "activations",
+    "total",
 )
 
 # parameters, gradients (bytes per value) that travel in the data-parallel collectives, by precision
@@ -99,8 +112,9 @@ def _check_collective(kind: str, n: int, algorithm: str) -> tuple[str, int, str]
     check_choice("kind", kind, COLLECTIVES)
     n = check_int("n", n)
     check_choice("algorithm", algorithm, COLLECTIVE_ALGORITHMS)
-    if algorithm == "tree" and kind != "all_reduce":
-        raise ValueError(f"algorithm='tree' is defined for kind='all_reduce' only, got kind={kind!r}")
+    if algorithm in _ALGORITHM_KINDS and kind not in _ALGORITHM_KINDS[algorithm]:
+        raise ValueError(f"algorithm={algorithm!r} is defined for kind={_ALGORITHM_KINDS[algorithm][0]!r} only, "
+                         f"got kind={kind!r}")
     if kind == "p2p" and n != 2:
         raise ValueError(f"a p2p transfer involves n=2 GPUs (a sender and a receiver), got n={n}")
     return kind, n, algorithm
@@ -130,14 +144,28 @@ def collective_bytes(kind: str, n: int, message_bytes: float, algorithm: str = "
     within ``2M/n``; what a tree changes is the number of latency steps
     (:func:`collective_steps`). A hierarchical all-reduce over ``N`` nodes of ``g`` GPUs
     (reduce-scatter in the node, all-reduce across nodes on ``M/g``, all-gather in the node) moves
-    only ``2 (N-1)/N M/g`` per GPU over the slow links. Derived in chapter :doc:`/chapters/parallelism`.
+    only ``2 (N-1)/N M/g`` per GPU over the slow links.
+
+    In-switch reduction beats the ring's ``2 (n-1)/n M``, which is the least a GPU must send when
+    the GPUs themselves add: ``nvls`` (NVLink SHARP) ``(n+1)/n M`` (each GPU's buffer is read once
+    into the switch, which adds; the GPU stores its reduced slice ``M/n``, which the switch
+    multicasts; the serving chapter's :func:`llmmath.allreduce_cost` counts it so), ``sharp``
+    (InfiniBand SHARP) ``M`` (up the switch tree once, the sum down once); they send less than the
+    ring from ``n = 4`` and ``n = 3`` GPUs (at ``n = 2`` the ring's ``M`` is least). ``pairwise`` moves the
+    all-to-all's bytes in ``n-1`` steps. Derived in chapter :doc:`/chapters/parallelism`.
     """
     kind, n, algorithm = _check_collective(kind, n, algorithm)
     M = _check_bytes("message_bytes", message_bytes)
     if kind == "p2p":
         return float(M)
+    if n == 1:
+        return 0.0
     if algorithm == "tree":
-        return 2.0 * M if n > 1 else 0.0
+        return 2.0 * M
+    if algorithm == "nvls":
+        return (n + 1) * M / n
+    if algorithm == "sharp":
+        return float(M)
     factor = 2 if kind == "all_reduce" else 1
     return factor * (n - 1) * M / n
 
@@ -145,15 +173,23 @@ def collective_bytes(kind: str, n: int, message_bytes: float, algorithm: str = "
 def collective_steps(kind: str, n: int, algorithm: str = "ring") -> int:
     """Sequential message steps of one collective (each pays the link's latency ``alpha`` once).
 
-    Ring: all-reduce ``2(n-1)``; reduce-scatter, all-gather ``n-1``; all-to-all ``n-1`` (pairwise
-    exchange); p2p 1. Tree all-reduce: ``2 ceil(log2 n)`` (up the tree and down again).
-    Derived in chapter :doc:`/chapters/parallelism`.
+    Ring: all-reduce ``2(n-1)``; reduce-scatter, all-gather ``n-1``; p2p 1. All-to-all: 1, every
+    send to the ``n-1`` peers posted at once (NCCL's grouped send/receive, DeepEP), or ``n-1`` with
+    ``pairwise`` exchange. Tree all-reduce: ``2 ceil(log2 n)`` (up the tree and down again);
+    in-switch all-reduce (``nvls``, ``sharp``): 2 (into the switch, and back). Derived in chapter
+    :doc:`/chapters/parallelism`.
     """
     kind, n, algorithm = _check_collective(kind, n, algorithm)
     if kind == "p2p":
         return 1
+    if n == 1:
+        return 0
     if algorithm == "tree":
-        return 2 * math.ceil(math.log2(n)) if n > 1 else 0
+        return 2 * math.ceil(math.log2(n))
+    if algorithm in ("nvls", "sharp"):
+        return 2
+    if kind == "all_to_all":
+        return n - 1 if algorithm == "pairwise" else 1
     return (2 if kind == "all_reduce" else 1) * (n - 1)
 
 
@@ -189,6 +225,12 @@ def collective_seconds(
     ``(n-k)/(n-1)`` for an all-to-all (the chunks for GPUs of other domains); the two links work
     in parallel and the slower share sets the time, with the scale-out latency per step.
     ``link="scale_up"`` or ``"scale_out"`` forces one link for all bytes.
+
+    ``algorithm="nvls"`` runs in one scale-up domain whose switch reduces (Hopper and later:
+    :func:`llmmath.allreduce_algorithms`); ``"sharp"`` reduces in the scale-out switches, so its group
+    spans domains: with ``k`` GPUs per domain NCCL reduce-scatters in the domain (``(k-1)/k M`` on the
+    scale-up link each way), all-reduces its ``M/k`` slice through the switches and all-gathers in the
+    domain again (``2 (k-1)/k M`` scale-up, ``M/k`` scale-out per GPU).
     Derived in chapter :doc:`/chapters/parallelism`.
     """
     latency, up, out = collective_link_seconds(kind, n, message_bytes, gpu, link=link, algorithm=algorithm,
@@ -212,6 +254,8 @@ def collective_link_seconds(
     steps, sent = collective_steps(kind, n, algorithm), collective_bytes(kind, n, message_bytes, algorithm)
     check_choice("link", link, LINKS)
     per_domain = max(1, min(n, spec.domain_size * n // span))
+    if algorithm in ("nvls", "sharp") and n > 1:
+        return _in_switch_seconds(spec, algorithm, n, float(message_bytes), span, per_domain, link)
     if link != "auto" or span <= spec.domain_size or per_domain == 1 or kind == "p2p":
         chosen = _link(spec, link, span)
         busy = sent / chosen.bandwidth
@@ -220,6 +264,32 @@ def collective_link_seconds(
     up, out = _link(spec, "scale_up", spec.domain_size), _link(spec, "scale_out", span)
     share = (n - per_domain) / (n - 1) if kind == "all_to_all" else 1 / per_domain
     return steps * out.latency, sent * (1 - share) / up.bandwidth, sent * share / out.bandwidth
+
+
+def _in_switch_seconds(spec: Accelerator, algorithm: str, n: int, M: float, span: int, per_domain: int,
+                       link: str) -> tuple[float, float, float]:
+    """:func:`collective_link_seconds` of an in-switch all-reduce (``nvls`` or ``sharp``)."""
+    from .inference import _IN_SWITCH_REDUCTION, _gpu_key
+
+    if algorithm == "nvls":
+        if span > spec.domain_size or link == "scale_out":
+            raise ValueError(f"algorithm='nvls' reduces in the NVSwitch of one scale-up domain: the group ({span} "
+                             f"GPUs) must fit in the {spec.domain_size} GPUs of a {spec.name} domain")
+        if _gpu_key(spec) not in _IN_SWITCH_REDUCTION:
+            raise ValueError(f"algorithm='nvls' needs a switch that reduces (NVLink SHARP, Hopper and later); "
+                             f"the {spec.name} has none")
+        up = _link(spec, "scale_up", span)
+        return 2 * up.latency, collective_bytes("all_reduce", n, M, "nvls") / up.bandwidth, 0.0
+    if span <= spec.domain_size or link == "scale_up":
+        raise ValueError("algorithm='sharp' reduces in the scale-out switches: the group must span more than one "
+                         f"scale-up domain ({spec.domain_size} GPUs of a {spec.name}); use 'nvls' inside one")
+    out = _link(spec, "scale_out", span)
+    if per_domain == 1 or link == "scale_out":
+        return 2 * out.latency, 0.0, M / out.bandwidth
+    up = _link(spec, "scale_up", spec.domain_size)
+    k = per_domain
+    return (2 * (k - 1) * up.latency + 2 * out.latency, 2 * (k - 1) / k * M / up.bandwidth,
+            M / k / out.bandwidth)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -247,7 +317,24 @@ class Layout:
     - ``scatter_gather``: Megatron-LM's scatter/gather optimisation (Narayanan et al. 2021): each of
       the ``tp`` ranks sends ``1/tp`` of the activations across a pipeline boundary (they are
       re-assembled by an all-gather over the scale-up link, not counted), as sequence parallelism
-      does anyway.
+      does anyway;
+    - ``round_size``: the micro-batches ``N`` the interleaved schedule runs through one chunk before
+      the next (Megatron-LM's ``microbatch_group_size_per_vp_stage``, which Llama 3 made tunable);
+      0 means ``pp``, Megatron-LM's default; ``pp <= N <= m`` and ``N`` divides ``m``;
+    - ``shard_group``: ZeRO shards over this many of the data-parallel ranks and replicates the
+      shards over the rest (hybrid sharding, HSDP; the gradients of a shard are all-reduced across
+      its replicas once per step); 0 means all ``dp * cp`` ranks;
+    - ``reshard_after_backward`` (ZeRO-2 only): the parameters are sharded again after each
+      micro-batch's backward and all-gathered in the next forward (FSDP's ``SHARD_GRAD_OP``), instead
+      of staying whole until the optimizer step (DeepSpeed's ZeRO-2, FSDP2 with
+      ``set_reshard_after_backward(False)``);
+    - ``expert_tp``: the tensor-parallel degree of the routed experts (Megatron-LM's
+      ``expert_tensor_parallel_size``, "MoE parallel folding"); 0 means ``tp``. The experts' weights
+      are then replicated over ``tp dp cp / (ep expert_tp)`` ranks (:attr:`expert_dp`), ZeRO's group for
+      them;
+    - ``capacity_factor`` (>= 1): the routing imbalance, the tokens of the busiest expert-parallel
+      rank over the mean (or the capacity of a token-dropping router, padded): its expert compute,
+      its expert activations and the all-to-all bytes it receives scale by it.
 
     ``ep`` divides ``dp`` (the experts of a layer are spread over ``ep`` of the data-parallel
     ranks; each expert is replicated on ``dp * cp / ep`` GPUs). Validated on construction; what
@@ -269,6 +356,11 @@ class Layout:
     virtual_stages: int = 1
     stage_layers: tuple[int, ...] = ()
     scatter_gather: bool = False
+    round_size: int = 0
+    shard_group: int = 0
+    reshard_after_backward: bool = False
+    expert_tp: int = 0
+    capacity_factor: float = 1.0
 
     def __post_init__(self) -> None:
         for name in ("tp", "pp", "dp", "cp", "ep", "microbatch_size", "microbatches", "virtual_stages"):
@@ -276,12 +368,33 @@ class Layout:
         check_int("zero_stage", self.zero_stage, minimum=0, maximum=3)
         check_bool("sequence_parallel", self.sequence_parallel)
         check_bool("scatter_gather", self.scatter_gather)
+        check_bool("reshard_after_backward", self.reshard_after_backward)
+        check_int("round_size", self.round_size, minimum=0)
+        check_int("shard_group", self.shard_group, minimum=0)
+        if self.round_size and self.schedule != "interleaved":
+            raise ValueError(f"round_size is the interleaved schedule's micro-batch group: it needs "
+                             f"schedule='interleaved', got {self.schedule!r}")
+        if self.shard_group:
+            if self.zero_stage == 0:
+                raise ValueError("shard_group needs zero_stage >= 1 (it is the group ZeRO shards over)")
+            if self.expert_dp % self.shard_group or (self.dp * self.cp) % self.shard_group:
+                raise ValueError(f"shard_group={self.shard_group} must divide dp * cp = {self.dp * self.cp} and the "
+                                 f"ranks that hold the same experts, {self.expert_dp}")
+        if self.reshard_after_backward and self.zero_stage != 2:
+            raise ValueError("reshard_after_backward describes ZeRO-2 (FSDP's SHARD_GRAD_OP): it needs zero_stage=2")
         check_choice("recompute", self.recompute, RECOMPUTE_MODES)
         check_choice("schedule", self.schedule, SCHEDULES)
-        if self.dp % self.ep:
+        check_int("expert_tp", self.expert_tp, minimum=0)
+        cap = check_positive("capacity_factor", self.capacity_factor)
+        if cap < 1:
+            raise ValueError(f"capacity_factor is the busiest rank's tokens over the mean: >= 1, got {cap}")
+        if self.expert_tp == 0 and self.dp % self.ep:
             raise ValueError(f"ep={self.ep} must divide dp={self.dp} (expert parallelism splits the "
                              "data-parallel ranks)")
-        _check_schedule(self.pp, self.microbatches, self.schedule, self.virtual_stages)
+        if self.expert_tp and (self.tp * self.dp * self.cp) % (self.ep * self.expert_tp):
+            raise ValueError(f"ep * expert_tp = {self.ep * self.expert_tp} must divide tp * dp * cp = "
+                             f"{self.tp * self.dp * self.cp} (the experts fold over the same GPUs)")
+        _check_schedule(self.pp, self.microbatches, self.schedule, self.virtual_stages, self.round_size)
         if not isinstance(self.stage_layers, tuple):
             raise TypeError(f"stage_layers must be a tuple of ints, got {type(self.stage_layers).__name__}")
         if self.stage_layers:
@@ -295,6 +408,17 @@ class Layout:
     def n_gpus(self) -> int:
         """``tp * pp * dp * cp``."""
         return self.tp * self.pp * self.dp * self.cp
+
+    @property
+    def expert_dp(self) -> int:
+        """Ranks that hold the same routed experts: ``tp dp cp / (ep expert_tp)`` (``dp cp / ep`` when
+        the experts are split like the rest, ``expert_tp = tp``)."""
+        return self.tp * self.dp * self.cp // (self.ep * (self.expert_tp or self.tp))
+
+    @property
+    def zero_group(self) -> int:
+        """The ranks ZeRO shards the non-expert state over: ``shard_group`` or all ``dp * cp``."""
+        return self.shard_group or self.dp * self.cp
 
     @property
     def global_batch(self) -> int:
@@ -320,8 +444,8 @@ class Layout:
         return Layout(**values)
 
 
-def _check_schedule(pp: int, microbatches: int, schedule: str, virtual_stages: int) -> None:
-    """PyTorch's (and Megatron-LM's) requirements of each schedule on ``pp``, ``m`` and ``v``."""
+def _check_schedule(pp: int, microbatches: int, schedule: str, virtual_stages: int, round_size: int = 0) -> None:
+    """PyTorch's (and Megatron-LM's) requirements of each schedule on ``pp``, ``m``, ``v`` and ``N``."""
     multi = ("interleaved", "interleaved_zb", "zbv", "dualpipev")
     if virtual_stages > 1 and schedule not in multi:
         raise ValueError(f"virtual_stages={virtual_stages} needs a schedule with several chunks per GPU "
@@ -329,9 +453,13 @@ def _check_schedule(pp: int, microbatches: int, schedule: str, virtual_stages: i
     if schedule == "1f1b" and microbatches < pp:
         raise ValueError(f"schedule='1f1b' needs microbatches >= pp (PyTorch's Schedule1F1B requires it): "
                          f"microbatches={microbatches}, pp={pp}")
-    if schedule == "interleaved" and microbatches % pp:
+    if schedule == "interleaved" and round_size:
+        if not pp <= round_size <= microbatches or microbatches % round_size:
+            raise ValueError(f"round_size must lie in [pp, microbatches] = [{pp}, {microbatches}] and divide "
+                             f"microbatches, got {round_size}")
+    elif schedule == "interleaved" and microbatches % pp:
         raise ValueError(f"schedule='interleaved' needs pp={pp} to divide microbatches={microbatches} "
-                         "(Megatron-LM's interleaved schedule)")
+                         "(Megatron-LM's interleaved schedule; or give round_size)")
     if schedule == "interleaved_zb":
         if virtual_stages < 2:
             raise ValueError("schedule='interleaved_zb' needs virtual_stages >= 2 (PyTorch's "
@@ -379,9 +507,13 @@ def check_layout(cfg: TransformerConfig, layout: Layout, seq: int | None = None)
     t = layout.tp
     dims = [("n_heads", cfg.n_heads), ("n_kv_heads", cfg.n_kv_heads), ("ffn_size", cfg.ffn_size)]
     if cfg.is_moe:
-        dims.append(("expert_ffn_size", cfg.expert_ffn_size))
         if cfg.shared_ffn_size:
             dims.append(("shared_ffn_size", cfg.shared_ffn_size))
+        if cfg.expert_ffn_size % (layout.expert_tp or t):
+            name = "expert_tp" if layout.expert_tp else "tp"
+            raise ValueError(f"{name}={layout.expert_tp or t} must divide expert_ffn_size={cfg.expert_ffn_size}")
+    elif layout.expert_tp or layout.capacity_factor != 1:
+        raise ValueError(f"expert_tp and capacity_factor describe experts; {cfg.name!r} has none")
     for name, dim in dims:
         if dim % t:
             raise ValueError(f"tp={t} must divide {name}={dim}")
@@ -495,9 +627,10 @@ def _vocab_shard(cfg: TransformerConfig, t: int) -> int:
 
 
 @lru_cache(maxsize=256)
-def _layer_params_per_gpu(cfg: TransformerConfig, spec: LayerSpec, t: int, ep: int) -> tuple[int, int]:
+def _layer_params_per_gpu(cfg: TransformerConfig, spec: LayerSpec, t: int, ep: int,
+                          etp: int = 0) -> tuple[int, int]:
     """(non-expert, routed-expert) parameters of one layer on one GPU under Megatron-LM's tensor
-    parallelism ``t`` and expert parallelism ``ep``."""
+    parallelism ``t``, expert parallelism ``ep`` and expert tensor parallelism ``etp`` (0: ``t``)."""
     from .params import _attention, _mlp_weights, _norm_size
 
     h = cfg.hidden_size
@@ -512,7 +645,7 @@ def _layer_params_per_gpu(cfg: TransformerConfig, spec: LayerSpec, t: int, ep: i
     norms = cfg.norms_per_layer * _norm_size(cfg)
     n_in = 2 if cfg.ffn_kind == "gated" else 1
 
-    def mlp(width: int) -> int:
+    def mlp(width: int, t: int = t) -> int:
         weights, _ = _mlp_weights(cfg, width, False)
         return weights // t + ((n_in * width // t + h) if cfg.mlp_bias else 0)
 
@@ -520,7 +653,7 @@ def _layer_params_per_gpu(cfg: TransformerConfig, spec: LayerSpec, t: int, ep: i
         return attn + norms + mlp(cfg.ffn_size), 0
     router = h * cfg.n_experts + cfg.n_experts * cfg.router_bias + h * cfg.shared_expert_gate
     shared = mlp(cfg.shared_ffn_size) if cfg.shared_ffn_size else 0
-    return attn + norms + router + shared, cfg.n_experts // ep * mlp(cfg.expert_ffn_size)
+    return attn + norms + router + shared, cfg.n_experts // ep * mlp(cfg.expert_ffn_size, etp or t)
 
 
 def stage_param_counts(cfg: TransformerConfig, layout: Layout) -> list[dict[str, int]]:
@@ -532,18 +665,19 @@ def stage_param_counts(cfg: TransformerConfig, layout: Layout) -> list[dict[str,
     output matrices (``ceil(V/t) e`` each; Megatron-LM pads ``V`` further to a multiple of
     ``128 t``); norms, routers and learned position embeddings are replicated; MLA's two down
     projections and their norms are replicated. Expert parallelism gives each GPU
-    ``n_experts / ep`` routed experts (``expert``), each split by ``t``. The first stage holds the
+    ``n_experts / ep`` routed experts (``expert``), each split by ``expert_tp`` (default ``t``). The
+    first stage holds the
     embeddings, the last the final norm, the output matrix (a second copy of a tied embedding when
     ``pp > 1``) and a pooler. Derived in chapter :doc:`/chapters/parallelism`.
     """
     check_layout(cfg, layout)
     return [dict(d) for d in _stage_params(cfg, layout.tp, layout.ep, layout.pp, layout.virtual_stages,
-                                           layout.stage_layers, _style(layout.schedule))]
+                                           layout.stage_layers, _style(layout.schedule), layout.expert_tp)]
 
 
 @lru_cache(maxsize=1024)
 def _stage_params(cfg: TransformerConfig, t: int, ep: int, pp: int, v: int,
-                  stage_layers: tuple[int, ...], style: str = "loop") -> tuple[dict[str, int], ...]:
+                  stage_layers: tuple[int, ...], style: str = "loop", etp: int = 0) -> tuple[dict[str, int], ...]:
     from .params import param_breakdown
 
     bd = param_breakdown(cfg)
@@ -559,7 +693,7 @@ def _stage_params(cfg: TransformerConfig, t: int, ep: int, pp: int, v: int,
     for r, layers in enumerate(_stage_layers(cfg.n_layers, pp, v, stage_layers, style)):
         dense = expert = 0
         for i in layers:
-            d, e = _layer_params_per_gpu(cfg, specs[i], t, ep)
+            d, e = _layer_params_per_gpu(cfg, specs[i], t, ep, etp)
             dense, expert = dense + d, expert + e
         dense += (first if r == 0 else 0) + (last if r == chunk_gpu(pp * v - 1, pp, style) else 0)
         out.append({"dense": dense, "expert": expert})
@@ -604,28 +738,34 @@ def pipeline_bubble_fraction(
 
 
 def pipeline_in_flight(pp: int, microbatches: int, schedule: str = "1f1b", virtual_stages: int = 1,
-                       stage: int = 0) -> int:
+                       stage: int = 0, round_size: int = 0) -> int:
     """Micro-batches (model chunks, with interleaving) whose activations pipeline GPU ``stage``
     holds at its peak.
 
     GPipe: all ``m``. 1F1B: ``min(m, p - r)`` on GPU ``r`` (``p`` on the first: the warm-up
-    forwards before its first backward). Interleaved: ``min(v m, (v-1) p + 2(p-1-r) + 1)`` chunks
-    (Megatron-LM's and PyTorch's warm-up count plus the forward that precedes the first backward);
-    on GPU 0 that is ``p (v+1) - 1``, i.e. ``1 + (p-1)/(p v)`` times the ``L`` layers of activations
-    of 1F1B. Zero-bubble schedules: the most chunks whose forward has run and whose weight gradient
-    has not, in the order PyTorch runs (:func:`llmmath.steptime.pipeline_order`; a chunk's inputs
-    are kept until its weight gradient). Derived in chapter :doc:`/chapters/parallelism`.
+    forwards before its first backward). Interleaved: ``min(v m, (v-1) N + 2(p-1-r) + 1)`` chunks
+    (Megatron-LM's and PyTorch's warm-up count plus the forward that precedes the first backward),
+    ``N = round_size`` the micro-batches run through a chunk before the next (default ``N = p``,
+    Megatron-LM's; PyTorch's ``ScheduleInterleaved1F1B`` takes ``N = m / max(1, floor(m/p))``); on
+    GPU 0 with ``N = p`` that is ``p (v+1) - 1``, i.e. ``1 + (p-1)/(p v)`` times the ``L`` layers
+    of activations of 1F1B, and each extra micro-batch of ``N`` adds ``v - 1`` chunks. Zero-bubble
+    schedules: the most chunks whose forward has run and whose weight gradient has not, in the order
+    PyTorch runs (:func:`llmmath.steptime.pipeline_order`; a chunk's inputs are kept until its weight
+    gradient). Derived in chapter :doc:`/chapters/parallelism`.
     """
     p, m, v = check_int("pp", pp), check_int("microbatches", microbatches), check_int("virtual_stages", virtual_stages)
     check_choice("schedule", schedule, SCHEDULES)
-    _check_schedule(p, m, schedule, v)
+    n_round = check_int("round_size", round_size, minimum=0)
+    if n_round and schedule != "interleaved":
+        raise ValueError(f"round_size needs schedule='interleaved', got {schedule!r}")
+    _check_schedule(p, m, schedule, v, n_round)
     r = check_int("stage", stage, minimum=0, maximum=p - 1)
     if schedule == "gpipe":
         return m
     if schedule == "1f1b":
         return min(m, p - r)
     if schedule == "interleaved":
-        return min(v * m, (v - 1) * p + 2 * (p - 1 - r) + 1)
+        return min(v * m, (v - 1) * (n_round or p) + 2 * (p - 1 - r) + 1)
     from .steptime import pipeline_order
 
     held = peak = 0
@@ -640,18 +780,20 @@ def pipeline_in_flight(pp: int, microbatches: int, schedule: str = "1f1b", virtu
 # ---------------------------------------------------------------------------------------------
 
 
-def _dense_equivalent(cfg: TransformerConfig) -> TransformerConfig:
-    """A mixture-of-experts layer's activations as those of a dense MLP of width ``k d_e + d_s``."""
+def _dense_equivalent(cfg: TransformerConfig, capacity: float = 1.0) -> TransformerConfig:
+    """A mixture-of-experts layer's activations as those of a dense MLP of width ``C k d_e + d_s``."""
+    width = round(capacity * cfg.experts_per_token * cfg.expert_ffn_size) + cfg.shared_ffn_size
     return cfg.replace(
         n_experts=0, experts_per_token=0, shared_ffn_size=0, shared_expert_gate=False, router_bias=False,
-        mlp_types=(), expert_ffn_size=None, ffn_size=cfg.experts_per_token * cfg.expert_ffn_size + cfg.shared_ffn_size,
+        mlp_types=(), expert_ffn_size=None, ffn_size=width,
     )
 
 
 @lru_cache(maxsize=1024)
 def _layer_activation(cfg: TransformerConfig, mlp: str, b: int, s: int, cp: int, t: int, sp: bool,
-                      recompute: str, flash: bool, dropout: bool, B: int, sp_saves_gathered: bool) -> int:
-    kind = _dense_equivalent(cfg) if mlp == "moe" else cfg
+                      recompute: str, flash: bool, dropout: bool, B: int, sp_saves_gathered: bool,
+                      cp_kv: bool = False, capacity: float = 1.0) -> int:
+    kind = _dense_equivalent(cfg, capacity) if mlp == "moe" else cfg
     sl = s // cp
     out = activation_bytes(kind, b, sl, bytes_per_value=B, recompute=recompute, flash_attention=flash,
                            dropout=dropout, tensor_parallel=t, sequence_parallel=sp)
@@ -660,12 +802,16 @@ def _layer_activation(cfg: TransformerConfig, mlp: str, b: int, s: int, cp: int,
         total += (cp - 1) * sum(terms[k] for k in ("softmax_output", "attn_dropout_mask", "attn_dropout_output"))
     if sp and sp_saves_gathered and recompute != "full":  # the gathered qkv and fc1 inputs, whole
         total += 2 * (t - 1) * B * b * sl * cfg.hidden_size // t
+    if cp > 1 and cp_kv and recompute != "full":  # the all-gathered keys and values, less the local shard
+        from .context_parallel import cp_gathered_kv_bytes
+
+        total += (cp - 1) * cp_gathered_kv_bytes(cfg, b, s, t, B) // cp
     return total
 
 
 def stage_activation_bytes(
     cfg: TransformerConfig, layout: Layout, seq: int, stage: int = 0, *, flash_attention: bool = False,
-    dropout: bool = True, bytes_per_value: int = 2, sp_saves_gathered: bool = False,
+    dropout: bool = True, bytes_per_value: int = 2, sp_saves_gathered: bool = False, cp_style: str = "all_gather",
 ) -> int:
     """Activation bytes one GPU of pipeline stage ``stage`` holds at its peak.
 
@@ -673,31 +819,38 @@ def stage_activation_bytes(
     :func:`llmmath.memory.activation_bytes` at ``s / cp`` tokens (tensor and sequence parallelism,
     recomputation as in the layout; with context parallelism and stored scores, a local query's
     ``s`` keys make the score terms ``cp`` times larger); a mixture-of-experts layer is counted as a
-    dense MLP of width ``k d_e + d_s`` (the tokens of an expert-parallel GPU are as many as its own,
-    on average). The first stage adds the embedding dropout mask (``sbh``, if ``dropout``), the
+    dense MLP of width ``C k d_e + d_s`` (the tokens of an expert-parallel GPU are as many as its own
+    on average; ``C`` the layout's ``capacity_factor`` on the busiest one). The first stage adds
+    the embedding dropout mask (``sbh``, if ``dropout``), the
     last the final norm's and output layer's inputs (``2 x 2sbh``) and FP32 logits (``4sbV/t``);
     the ``sbh`` terms are divided by ``t`` with sequence parallelism. These are multiplied by the
     micro-batches in flight (:func:`pipeline_in_flight`, per chunk: ``1/v`` of the stage).
     ``sp_saves_gathered=True`` describes PyTorch's tensor parallelism, which keeps the all-gathered
     (whole-sequence) inputs of the QKV and first MLP projections instead of re-gathering them in
-    the backward pass as Megatron-LM does: ``2 (t-1)/t x 2sbh`` more per layer.
+    the backward pass as Megatron-LM does: ``2 (t-1)/t x 2sbh`` more per layer. With context
+    parallelism in the ``all_gather`` style (:data:`CP_STYLES`) each layer also keeps the
+    all-gathered keys and values, ``(cp-1)/cp`` of
+    :func:`llmmath.context_parallel.cp_gathered_kv_bytes` more.
     Derived in chapter :doc:`/chapters/parallelism`.
     """
     cfg, layout = _check_cfg(cfg), _check_layout_type(layout)
     s = check_int("seq", seq)
     check_layout(cfg, layout, s)
+    check_choice("cp_style", cp_style, CP_STYLES)
     r = check_int("stage", stage, minimum=0, maximum=layout.pp - 1)
     flash, drop = check_bool("flash_attention", flash_attention), check_bool("dropout", dropout)
     B = check_int("bytes_per_value", bytes_per_value)
     sp_g = check_bool("sp_saves_gathered", sp_saves_gathered)
     b, t, cp, sp, v = layout.microbatch_size, layout.tp, layout.cp, layout.sequence_parallel, layout.virtual_stages
     layers = pipeline_stage_layers(cfg, layout)[r]
-    per_mb = sum(n * _layer_activation(cfg, spec.mlp, b, s, cp, t, sp, layout.recompute, flash, drop, B, sp_g)
+    kv = cp_style == "all_gather"
+    per_mb = sum(n * _layer_activation(cfg, spec.mlp, b, s, cp, t, sp, layout.recompute, flash, drop, B, sp_g, kv,
+                                       layout.capacity_factor)
                  for spec, n in _spec_counts(cfg, layers).items())
     sbh = b * (s // cp) * cfg.hidden_size // (t if sp else 1)
     if r == 0 and drop:
         per_mb += sbh  # the embedding dropout's 1-byte mask
-    in_flight = pipeline_in_flight(layout.pp, layout.microbatches, layout.schedule, v, r)
+    in_flight = pipeline_in_flight(layout.pp, layout.microbatches, layout.schedule, v, r, layout.round_size)
     total = per_mb * in_flight // v
     if r == last_gpu(layout):
         head = 2 * B * sbh + _FP32 * b * (s // cp) * _vocab_shard(cfg, t)
@@ -708,34 +861,61 @@ def stage_activation_bytes(
 def memory_per_stage(
     cfg: TransformerConfig, layout: Layout, seq: int, *, precision: str = "mixed", optimizer: str = "adam",
     flash_attention: bool = False, dropout: bool = True, bytes_per_value: int = 2, sp_saves_gathered: bool = False,
+    cp_style: str = "all_gather", optimizer_bytes_per_value: int = 4, parameter_copies: int = 1,
+    zero3_prefetch: int = 1,
 ) -> list[dict[str, int]]:
     """The :data:`MEMORY_KEYS` of one GPU of each pipeline stage, bytes.
 
-    Model state from :func:`llmmath.memory.training_state_bytes` applied to the stage's
-    parameters on one GPU (:func:`stage_param_counts`): the non-expert ones sharded by ZeRO over
-    the ``dp * cp`` ranks that hold the same ones, the routed experts over the ``dp * cp / ep``
-    ranks that hold the same experts. Activations from :func:`stage_activation_bytes`.
-    Not counted: communication buffers, ZeRO-3's gathered layers, the allocator's fragmentation.
-    Derived in chapter :doc:`/chapters/parallelism`.
+    Model state from :func:`llmmath.memory.training_state_bytes` (``precision``, ``optimizer``,
+    ``optimizer_bytes_per_value``: 2 for BF16 moments) applied to the stage's parameters on one GPU
+    (:func:`stage_param_counts`): the non-expert ones sharded by ZeRO over the ``dp * cp`` ranks
+    that hold the same ones (or the ``shard_group`` of hybrid sharding), the routed experts over the
+    ``dp * cp / ep`` ranks that hold the same experts (or ``shard_group``). ``parameter_copies = c``
+    holds ``c`` copies of the stage's parameters on each GPU, data-parallel replicas of each other,
+    as DualPipe's two directions do (DeepSeek-V3): the unsharded state counts ``c`` times, ZeRO
+    shards the rest over ``c`` times the ranks. ``gathered`` (ZeRO-3 only): the layers FSDP holds
+    whole while it computes, ``1 + zero3_prefetch`` of the stage's largest unit (a layer, or the
+    embedding or output layer with the first or last stage's other parameters) in the parameters'
+    precision and one unit's unsharded gradient before its reduce-scatter. Activations from
+    :func:`stage_activation_bytes`. Not counted: the CUDA context, NCCL's buffers and the
+    allocator's fragmentation (:func:`llmmath.sharding.memory_reserve_bytes`). Derived in chapter
+    :doc:`/chapters/parallelism`.
     """
     check_choice("precision", precision, _COMM_BYTES)
     check_choice("optimizer", optimizer, OPTIMIZERS)
+    copies = check_int("parameter_copies", parameter_copies)
+    prefetch = check_int("zero3_prefetch", zero3_prefetch, minimum=0)
     params = stage_param_counts(cfg, layout)
-    n_dense, n_expert = layout.dp * layout.cp, layout.dp * layout.cp // layout.ep
+    n_dense = layout.shard_group or layout.dp * layout.cp
+    n_expert = layout.shard_group or layout.expert_dp
     out = []
     for r, p in enumerate(params):
         row = dict.fromkeys(MEMORY_KEYS, 0)
         for count, group in ((p["dense"], n_dense), (p["expert"], n_expert)):
             if count:
-                state = training_state_bytes(count, precision, optimizer, zero_stage=layout.zero_stage, n_gpus=group)
+                state = training_state_bytes(copies * count, precision, optimizer, zero_stage=layout.zero_stage,
+                                             n_gpus=copies * group, optimizer_bytes_per_value=optimizer_bytes_per_value)
                 for key in MEMORY_KEYS[:5]:
                     row[key] += state[key]
+        if layout.zero_stage == 3:
+            unit = _largest_unit(cfg, layout, r, p["dense"] + p["expert"])
+            whole = training_state_bytes(unit, precision, optimizer)
+            row["gathered"] = copies * ((1 + prefetch) * whole["parameters"] + whole["gradients"])
         row["activations"] = stage_activation_bytes(
             cfg, layout, seq, r, flash_attention=flash_attention, dropout=dropout, bytes_per_value=bytes_per_value,
-            sp_saves_gathered=sp_saves_gathered)
+            sp_saves_gathered=sp_saves_gathered, cp_style=cp_style)
         row["total"] = sum(row[k] for k in MEMORY_KEYS[:-1])
         out.append(row)
     return out
+
+
+def _largest_unit(cfg: TransformerConfig, layout: Layout, r: int, stage_params: int) -> int:
+    """The parameters on one GPU of the largest FSDP unit of pipeline stage ``r``: a layer, or what the
+    stage holds besides its layers (embeddings, final norm, output layer)."""
+    layers = pipeline_stage_layers(cfg, layout)[r]
+    specs = _specs(cfg)
+    sizes = [sum(_layer_params_per_gpu(cfg, specs[i], layout.tp, layout.ep, layout.expert_tp)) for i in layers]
+    return max(sizes + [stage_params - sum(sizes)])
 
 
 def memory_per_gpu(cfg: TransformerConfig, layout: Layout, seq: int, **kwargs: Any) -> dict[str, int]:
@@ -756,8 +936,9 @@ def memory_per_gpu(cfg: TransformerConfig, layout: Layout, seq: int, **kwargs: A
 class Collective(NamedTuple):
     """``count`` collectives of one kind per training step on one GPU: the ``parallelism`` that
     issues them, the collective ``kind``, the ``group`` size, the ``message`` bytes ``M`` (as in
-    :func:`collective_bytes`), the ``phase`` (``forward``, ``backward`` or ``step``) and the
-    ``stride`` between consecutive GPUs of the group (what decides the link)."""
+    :func:`collective_bytes`), the ``phase`` (``forward``, ``backward`` or ``step``), the
+    ``stride`` between consecutive GPUs of the group (what decides the link) and the ``algorithm``
+    (:data:`COLLECTIVE_ALGORITHMS`)."""
 
     parallelism: str
     kind: str
@@ -766,6 +947,26 @@ class Collective(NamedTuple):
     count: int
     phase: str
     stride: int
+    algorithm: str = "ring"
+
+
+#: How tensor parallelism places its collectives: ``megatron`` (one all-reduce of the layer input's
+#: gradient per attention and per MLP block: Megatron-LM's ``f`` operator, or PyTorch with one
+#: ``PrepareModuleInput`` per block) and ``transformers`` (``transformers``' ``base_model_tp_plan``:
+#: each column-parallel projection all-reduces the gradient of its own input).
+TP_PLANS: tuple[str, ...] = ("megatron", "transformers")
+#: Context parallelism's exchanges: ``all_gather`` (the keys and values all-gathered in the forward
+#: and kept for the backward, which reduce-scatters their gradients: Llama 3's, and PyTorch 2.13's
+#: all-gather style), ``ring`` (ring attention, and any all-gather style that re-gathers them in the
+#: backward: the volume of an all-gather in each pass and a reduce-scatter of the gradients) and
+#: ``ulysses`` (DeepSpeed-Ulysses: all-to-alls turn the sequence shards of the queries, keys and
+#: values into head shards before attention and the output back after it).
+CP_STYLES: tuple[str, ...] = ("all_gather", "ring", "ulysses")
+#: How expert parallelism dispatches tokens: ``all_to_all`` (one copy per token and expert) or
+#: ``hierarchical`` (across the network at most once per target node, then over NVLink:
+#: :func:`llmmath.moe_parallel.expected_dispatch_copies`).
+EP_DISPATCH: tuple[str, ...] = ("all_to_all", "hierarchical")
+_ALLREDUCE_ALGORITHMS = ("ring", "tree", "nvls", "sharp")
 
 
 def _stage_or_busiest(cfg: TransformerConfig, layout: Layout, stage: int | None) -> int:
@@ -775,9 +976,29 @@ def _stage_or_busiest(cfg: TransformerConfig, layout: Layout, stage: int | None)
     return check_int("stage", stage, minimum=0, maximum=layout.pp - 1)
 
 
+def tp_backward_allreduces(cfg: TransformerConfig, tp_plan: str = "megatron") -> int:
+    """All-reduces one tensor-parallel layer issues in its backward pass (without sequence
+    parallelism), one per distinct consumer of a replicated input: 2 with ``megatron`` (the input of
+    the attention block and that of the MLP block, each made one replicated tensor that feeds every
+    column-parallel projection), ``3 + 2`` with ``transformers``' plan for a gated MLP (``q``,
+    ``k``, ``v``, ``gate`` and ``up`` are separate ``ColwiseParallel`` modules, each all-reducing the
+    gradient of its own input), ``3 + 1`` with a plain MLP. The forward has 2 in both (after the
+    output and down projections). Derived in chapter :doc:`/chapters/parallelism`.
+    """
+    cfg = _check_cfg(cfg)
+    check_choice("tp_plan", tp_plan, TP_PLANS)
+    if tp_plan == "megatron":
+        return 2
+    if cfg.is_moe or cfg.kv_lora_rank:
+        raise ValueError("tp_plan='transformers' is modelled for dense layers with separate q, k, v projections")
+    return 3 + (2 if cfg.ffn_kind == "gated" else 1)
+
+
 def step_collectives(
     cfg: TransformerConfig, layout: Layout, seq: int, *, stage: int | None = None, precision: str = "mixed",
-    bytes_per_value: int = 2, sp_saves_gathered: bool = False,
+    bytes_per_value: int = 2, sp_saves_gathered: bool = False, tp_plan: str = "megatron",
+    cp_style: str = "all_gather", tp_algorithm: str = "ring", dp_algorithm: str = "ring",
+    ep_dispatch: str = "all_to_all", max_nodes: int | None = None, gpus_per_node: int = 8,
 ) -> list[Collective]:
     """Every collective one GPU of pipeline stage ``stage`` (default: the stage with the most
     layers) takes part in during one training step, counted per kind.
@@ -785,26 +1006,39 @@ def step_collectives(
     With ``b`` the micro-batch, ``s' = s / cp`` the local tokens, ``B`` bytes per activation value,
     ``m`` micro-batches, ``L_r`` layers on the stage of which ``L_moe`` mixture-of-experts:
 
-    - **tp** (Megatron-LM): per layer and micro-batch, 2 all-reduces of ``b s' h B`` in the
-      forward and 2 in the backward; with sequence parallelism 2 all-gathers + 2 reduce-scatters
-      of the same ``M`` in each direction, plus 2 all-gathers in the backward that re-gather the
-      saved shards (none with ``sp_saves_gathered``, PyTorch's way); full recomputation repeats the
-      forward's.
-    - **cp**: per layer and micro-batch, an all-gather of the keys and values (``b s (d_kv + d_v)
-      B / t``) in the forward, and in the backward another all-gather and a reduce-scatter of their
-      gradients (a ring implementation moves the same bytes).
+    - **tp**: per layer and micro-batch, 2 all-reduces of ``b s' h B`` in the forward and
+      :func:`tp_backward_allreduces` in the backward (2 with ``tp_plan="megatron"``, Megatron-LM;
+      5 with ``transformers``' plan for a gated MLP); with sequence parallelism (Megatron-LM) 2
+      all-gathers + 2 reduce-scatters of the same ``M`` in each direction, plus 2 all-gathers in the
+      backward that re-gather the saved shards (none with ``sp_saves_gathered``, PyTorch's way);
+      full recomputation repeats the forward's. ``tp_algorithm`` runs the all-reduces
+      (``nvls``: in the NVSwitch).
+    - **cp** (:data:`CP_STYLES`), per layer and micro-batch: ``all_gather`` an all-gather of the
+      keys and values (``b s (d_kv + d_v) B / t``) in the forward and a reduce-scatter of their
+      gradients in the backward; ``ring`` an all-gather more in the backward; ``ulysses`` 4
+      all-to-alls in each pass, of the local queries, keys, values and attention output (``b s'
+      d B / t`` with ``d`` their widths; the heads must split over ``t cp``).
     - **ep**: per MoE layer and micro-batch, all-to-all dispatch and combine of the ``k`` copies of
-      each local token (``b s' k h B``, divided by ``t`` with sequence parallelism) in the forward
-      and again in the backward.
+      each local token (``b s' k h B``, divided by ``t`` with sequence parallelism, times the
+      ``capacity_factor``: what the busiest GPU receives) in the forward and again in the backward.
+      ``ep_dispatch="hierarchical"`` (DeepSeek-V3, DeepEP) replaces each by two all-to-alls: one over
+      the ``N`` nodes (between GPUs of the same index, ``gpus_per_node`` apart) carrying the
+      expected network copies of :func:`llmmath.moe_parallel.expected_dispatch_copies` (routing
+      limited to ``max_nodes`` nodes), one in the node carrying the NVLink copies (their messages
+      ``n/(n-1)`` times the bytes sent, so that :func:`collective_bytes` gives them).
     - **pp**: a p2p send of the activations (``b s' h B``, ``/t`` with sequence parallelism) per
       chunk boundary that crosses to another GPU and micro-batch forward, and of their gradients
       backward (the turn of a V schedule stays on its GPU).
-    - **dp** (once per step unless noted), over the ``dp cp`` ranks for the non-expert and
+    - **dp** (once per step unless noted), over the ``G = dp cp`` ranks for the non-expert and
       ``dp cp / ep`` ranks for the expert parameters, gradients in the precision's gradient bytes:
       ZeRO-0 an all-reduce of the gradients; ZeRO-1 a reduce-scatter of the gradients and an
-      all-gather of the updated parameters; ZeRO-2 the reduce-scatter per micro-batch;
-      ZeRO-3 per micro-batch an all-gather of the parameters in the forward, another in the
-      backward and a reduce-scatter of the gradients.
+      all-gather of the updated parameters; ZeRO-2 the reduce-scatter per micro-batch (and, with
+      ``reshard_after_backward``, FSDP's ``SHARD_GRAD_OP``, the all-gather per micro-batch in the
+      forward instead of once); ZeRO-3 per micro-batch an all-gather of the parameters in the
+      forward, another in the backward and a reduce-scatter of the gradients. With hybrid sharding
+      (``shard_group = S``) these run over the ``S`` ranks of a shard group and the reduced shard
+      (``ceil(P/S)`` gradients) is all-reduced across the ``G/S`` replicas once per step.
+      ``dp_algorithm`` runs the all-reduces (``sharp``: in the network's switches).
 
     Embedding and loss all-reduces are not counted. Derived in chapter :doc:`/chapters/parallelism`.
     """
@@ -814,18 +1048,25 @@ def step_collectives(
     check_choice("precision", precision, _COMM_BYTES)
     B = check_int("bytes_per_value", bytes_per_value)
     sp_g = check_bool("sp_saves_gathered", sp_saves_gathered)
+    check_choice("cp_style", cp_style, CP_STYLES)
+    check_choice("tp_algorithm", tp_algorithm, _ALLREDUCE_ALGORITHMS)
+    check_choice("dp_algorithm", dp_algorithm, _ALLREDUCE_ALGORITHMS)
+    tp_back = tp_backward_allreduces(cfg, tp_plan)
     r = _stage_or_busiest(cfg, layout, stage)
     t, cp, ep, pp, v, m = layout.tp, layout.cp, layout.ep, layout.pp, layout.virtual_stages, layout.microbatches
     b, sp, h = layout.microbatch_size, layout.sequence_parallel, cfg.hidden_size
+    if tp_plan != "megatron" and sp:
+        raise ValueError("tp_plan='transformers' is modelled without sequence parallelism")
     sl = s // cp
     layers = pipeline_stage_layers(cfg, layout)[r]
     n_layers, n_moe = len(layers), sum(_specs(cfg)[i].mlp == "moe" for i in layers)
     act = b * sl * h * B
     out: list[Collective] = []
 
-    def add(par: str, kind: str, group: int, message: int, count: int, phase: str, stride: int) -> None:
+    def add(par: str, kind: str, group: int, message: int, count: int, phase: str, stride: int,
+            algorithm: str = "ring") -> None:
         if group > 1 and count > 0 and message > 0:
-            out.append(Collective(par, kind, group, message, count, phase, stride))
+            out.append(Collective(par, kind, group, message, count, phase, stride, algorithm))
 
     redo = 2 if layout.recompute == "full" else 0
     per_layer = n_layers * m
@@ -835,17 +1076,26 @@ def step_collectives(
         add("tp", "all_gather", t, act, (2 if sp_g else 4) * per_layer, "backward", 1)
         add("tp", "reduce_scatter", t, act, 2 * per_layer, "backward", 1)
     else:
-        add("tp", "all_reduce", t, act, (2 + redo) * per_layer, "forward", 1)
-        add("tp", "all_reduce", t, act, 2 * per_layer, "backward", 1)
-    kv = b * s * (cfg.kv_dim + cfg.v_dim) * B // t
-    add("cp", "all_gather", cp, kv, (1 + redo // 2) * per_layer, "forward", t)
-    add("cp", "all_gather", cp, kv, per_layer, "backward", t)
-    add("cp", "reduce_scatter", cp, kv, per_layer, "backward", t)
+        add("tp", "all_reduce", t, act, (2 + redo) * per_layer, "forward", 1, tp_algorithm)
+        add("tp", "all_reduce", t, act, tp_back * per_layer, "backward", 1, tp_algorithm)
+    if cp_style == "ulysses":
+        for width in _ulysses_widths(cfg, t, cp):
+            message = b * sl * width * B // t
+            add("cp", "all_to_all", cp, message, (1 + redo // 2) * per_layer, "forward", t)
+            add("cp", "all_to_all", cp, message, per_layer, "backward", t)
+    else:
+        kv = b * s * (cfg.kv_dim + cfg.v_dim) * B // t
+        add("cp", "all_gather", cp, kv, (1 + redo // 2) * per_layer, "forward", t)
+        if cp_style == "ring":
+            add("cp", "all_gather", cp, kv, per_layer, "backward", t)
+        add("cp", "reduce_scatter", cp, kv, per_layer, "backward", t)
+    check_choice("ep_dispatch", ep_dispatch, EP_DISPATCH)
     if n_moe:
         tokens = b * sl // (t if sp else 1)
-        a2a = tokens * cfg.experts_per_token * h * B
-        add("ep", "all_to_all", ep, a2a, (2 + redo) * n_moe * m, "forward", t * cp)
-        add("ep", "all_to_all", ep, a2a, 2 * n_moe * m, "backward", t * cp)
+        a2a = round(tokens * cfg.experts_per_token * h * B * layout.capacity_factor)
+        for group, message, stride in _ep_groups(cfg, layout, a2a, ep_dispatch, max_nodes, gpus_per_node):
+            add("ep", "all_to_all", group, message, (2 + redo) * n_moe * m, "forward", stride)
+            add("ep", "all_to_all", group, message, 2 * n_moe * m, "backward", stride)
     p2p = act // (t if sp or layout.scatter_gather else 1)
     style, chunks = _style(layout.schedule), pp * v
     mine = [k for k in range(chunks) if chunk_gpu(k, pp, style) == r]
@@ -855,22 +1105,57 @@ def step_collectives(
     add("pp", "p2p", 2, p2p, sends_bwd * m, "backward", t * cp * layout.dp)
     p_bytes, g_bytes = _COMM_BYTES[precision]
     params = stage_param_counts(cfg, layout)[r]
-    groups = ((params["dense"], layout.dp * cp, t), (params["expert"], layout.dp * cp // ep, t * ep))
+    groups = ((params["dense"], layout.dp * cp, t), (params["expert"], layout.expert_dp, t * ep))
+    z = layout.zero_stage
     for count, group, stride in groups:
-        z = layout.zero_stage
         if z == 0:
-            add("dp", "all_reduce", group, count * g_bytes, 1, "step", stride)
-        elif z == 1:
-            add("dp", "reduce_scatter", group, count * g_bytes, 1, "step", stride)
-            add("dp", "all_gather", group, count * p_bytes, 1, "step", stride)
+            add("dp", "all_reduce", group, count * g_bytes, 1, "step", stride, dp_algorithm)
+            continue
+        S = layout.shard_group or group
+        grads, weights = count * g_bytes, count * p_bytes
+        if z == 3:
+            add("dp", "all_gather", S, weights, m, "forward", stride)
+            add("dp", "all_gather", S, weights, m, "backward", stride)
+        add("dp", "reduce_scatter", S, grads, 1 if z == 1 else m, "step" if z == 1 else "backward", stride)
+        add("dp", "all_reduce", group // S, -(-count // S) * g_bytes, 1, "step", stride * S, dp_algorithm)
+        if z == 1 or (z == 2 and not layout.reshard_after_backward):
+            add("dp", "all_gather", S, weights, 1, "step", stride)
         elif z == 2:
-            add("dp", "reduce_scatter", group, count * g_bytes, m, "backward", stride)
-            add("dp", "all_gather", group, count * p_bytes, 1, "step", stride)
-        else:
-            add("dp", "all_gather", group, count * p_bytes, m, "forward", stride)
-            add("dp", "all_gather", group, count * p_bytes, m, "backward", stride)
-            add("dp", "reduce_scatter", group, count * g_bytes, m, "backward", stride)
+            add("dp", "all_gather", S, weights, m, "forward", stride)
     return out
+
+
+def _ep_groups(cfg: TransformerConfig, layout: Layout, a2a: int, dispatch: str, max_nodes: int | None,
+               gpus_per_node: int) -> list[tuple[int, int, int]]:
+    """(group, message, stride) of the dispatch all-to-alls of one MoE layer (see step_collectives)."""
+    from .moe_parallel import expected_dispatch_copies
+
+    ep, inner = layout.ep, layout.tp * layout.cp
+    if dispatch == "all_to_all":
+        return [(ep, a2a, inner)]
+    g_node = check_int("gpus_per_node", gpus_per_node)
+    if g_node % inner:
+        raise ValueError(f"tp * cp = {inner} must divide gpus_per_node={g_node}")
+    g = min(ep, g_node // inner)
+    if ep % g:
+        raise ValueError(f"the {g} expert-parallel GPUs of a node must divide ep={ep}")
+    N = ep // g
+    copies = expected_dispatch_copies(cfg.n_experts, cfg.experts_per_token, N, g, max_nodes=max_nodes)
+    per_copy = a2a / cfg.experts_per_token
+    out = []
+    if N > 1:
+        out.append((N, round(per_copy * copies["scale_out"] * N / (N - 1)), g * inner))
+    if g > 1:
+        out.append((g, round(per_copy * copies["scale_up"] * g / (g - 1)), inner))
+    return out
+
+
+def _ulysses_widths(cfg: TransformerConfig, t: int, cp: int) -> tuple[int, ...]:
+    """The widths of the queries, keys, values and attention output that Ulysses' all-to-alls move."""
+    if cp > 1 and (cfg.n_heads % (t * cp) or cfg.n_kv_heads % (t * cp)):
+        raise ValueError(f"cp_style='ulysses' splits the heads over tp * cp = {t * cp} GPUs: it must divide "
+                         f"n_heads={cfg.n_heads} and n_kv_heads={cfg.n_kv_heads}")
+    return cfg.q_dim, cfg.kv_dim, cfg.v_dim, cfg.n_heads * cfg.v_head_dim
 
 
 def communication_bytes(cfg: TransformerConfig, layout: Layout, seq: int, **kwargs: Any) -> dict[str, float]:
@@ -880,13 +1165,14 @@ def communication_bytes(cfg: TransformerConfig, layout: Layout, seq: int, **kwar
     """
     out = dict.fromkeys(PARALLELISMS, 0.0)
     for c in step_collectives(cfg, layout, seq, **kwargs):
-        out[c.parallelism] += c.count * collective_bytes(c.kind, c.group, c.message)
+        out[c.parallelism] += c.count * collective_bytes(c.kind, c.group, c.message, c.algorithm)
     out["total"] = sum(out.values())
     return out
 
 
 def _collective_time(c: Collective, gpu: Accelerator) -> float:
-    return c.count * collective_seconds(c.kind, c.group, c.message, gpu, span=c.group * c.stride)
+    return c.count * collective_seconds(c.kind, c.group, c.message, gpu, span=c.group * c.stride,
+                                        algorithm=c.algorithm)
 
 
 def communication_seconds(
@@ -928,6 +1214,44 @@ def tp_comm_compute_ratio(
     if chosen is None:
         raise ValueError(f"gpu {spec.name!r} has no {link} link in llmmath.hardware")
     return (t - 1) * B * gpu_peak_flops(spec, precision) / (9 * h * chosen.bandwidth)
+
+
+def tp_layer_comm_ratio(
+    cfg: TransformerConfig, tp: int, gpu: str | Accelerator, tokens: int, *, tp_per_node: int | None = None,
+    algorithm: str = "ring", latency: bool = True, bytes_per_value: int = 2, precision: str = "bf16_tensor",
+) -> float:
+    """Time of one dense layer's tensor-parallel all-reduces over the time of its weight products,
+    on ``tokens`` tokens: ``4 x collective_seconds(all_reduce, t, T h B) / (6 W_L T / (t F))``.
+
+    ``W_L`` is the layer's weight matrices (Llama 3 70B: ``12.75 h^2``, GQA's smaller K and V and
+    the 3.5h-wide SwiGLU; a GPT layer ``12 h^2``), the forward and backward of its products ``6 W_L
+    T / t`` FLOPs at the peak ``F``; the 4 all-reduces of ``T h B`` bytes follow the link model of
+    :func:`collective_link_seconds`: the ``t`` ranks are spread ``tp_per_node`` per scale-up domain
+    (default: all in one when they fit), the bytes that leave a domain shared among its GPUs' NICs,
+    both links in parallel; ``latency=False`` drops the ``steps x alpha`` term (then ``tokens``
+    cancels). :func:`tp_comm_compute_ratio` is its closed form for a GPT layer on one link.
+    Derived in chapter :doc:`/chapters/parallelism`.
+    """
+    from .flops import flops_breakdown
+
+    cfg = _check_cfg(cfg)
+    t, T = check_int("tp", tp), check_int("tokens", tokens)
+    spec = accelerator(gpu)
+    B = check_int("bytes_per_value", bytes_per_value)
+    check_bool("latency", latency)
+    k = min(t, spec.domain_size) if tp_per_node is None else check_int("tp_per_node", tp_per_node, maximum=t)
+    if t % k or k > spec.domain_size:
+        raise ValueError(f"tp_per_node must divide tp={t} and fit in a {spec.domain_size}-GPU domain, got {k}")
+    dense = next((spec_ for spec_ in cfg.layers if spec_.mlp == "dense"), None)
+    if dense is None:
+        raise ValueError(f"{cfg.name!r} has no dense layer")
+    one = cfg.replace(n_layers=1, attention_types=(dense.attention,), mlp_types=("dense",) if cfg.is_moe else ())
+    bd = flops_breakdown(one, T, 1)
+    linear = sum(bd[key] for key in ("q_proj", "k_proj", "v_proj", "o_proj", "mlp_gate", "mlp_up", "mlp_down"))
+    compute = 3 * linear / t / gpu_peak_flops(spec, precision)
+    lat, up, out = collective_link_seconds("all_reduce", t, T * cfg.hidden_size * B, spec, algorithm=algorithm,
+                                           span=t * spec.domain_size // k)
+    return 4 * ((lat if latency else 0.0) + max(up, out)) / compute
 
 
 # ---------------------------------------------------------------------------------------------
