@@ -717,10 +717,10 @@ def allreduce_algorithms(gpu: str | Accelerator, tp: int) -> tuple[str, ...]:
 def allreduce_cost(algorithm: str, tp: int, message_bytes: float) -> tuple[int, float]:
     """``(steps, bytes)`` of one all-reduce of ``message_bytes`` (``M``) over ``tp`` (``t``)
     accelerators: the sequential steps that each pay the link's latency, and the bytes each
-    accelerator sends (and receives) over its link. Ring ``2(t-1)``, ``2(t-1)M/t`` and tree
-    ``2 ceil(log2 t)``, ``2M`` (:func:`llmmath.collective_steps`,
-    :func:`llmmath.collective_bytes`); one-shot 1, ``(t-1)M``; two-shot 2, ``2(t-1)M/t``; NVLS 2,
-    ``(t+1)M/t`` (:data:`ALLREDUCE_ALGORITHMS`). ``t = 1``: ``(0, 0)``.
+    accelerator sends (and receives) over its link. Ring ``2(t-1)``, ``2(t-1)M/t``, tree
+    ``2 ceil(log2 t)``, ``2M`` and NVLS 2, ``(t+1)M/t`` (:func:`llmmath.collective_steps`,
+    :func:`llmmath.collective_bytes`); one-shot 1, ``(t-1)M``; two-shot 2, ``2(t-1)M/t``
+    (:data:`ALLREDUCE_ALGORITHMS`). ``t = 1``: ``(0, 0)``.
     Derived in chapter :doc:`/chapters/serving`.
     """
     from .parallel import collective_bytes, collective_steps
@@ -730,11 +730,10 @@ def allreduce_cost(algorithm: str, tp: int, message_bytes: float) -> tuple[int, 
     M = check_positive("message_bytes", message_bytes, allow_zero=True)
     if t == 1:
         return 0, 0.0
-    if algorithm in ("ring", "tree"):
+    if algorithm in ("ring", "tree", "nvls"):
         return (collective_steps("all_reduce", t, algorithm),
                 float(collective_bytes("all_reduce", t, M, algorithm)))
-    return {"one-shot": (1, (t - 1) * M), "two-shot": (2, 2 * (t - 1) * M / t),
-            "nvls": (2, (t + 1) * M / t)}[algorithm]
+    return {"one-shot": (1, (t - 1) * M), "two-shot": (2, 2 * (t - 1) * M / t)}[algorithm]
 
 
 def allreduce_seconds(message_bytes: float, tp: int, gpu: str | Accelerator, algorithm: str) -> float:

@@ -51,7 +51,11 @@ __all__ = [
     "stage_activation_bytes",
     "memory_per_stage",
     "memory_per_gpu",
+    "cp_gathered_kv_bytes",
     "Collective",
+    "TP_PLANS",
+    "CP_STYLES",
+    "tp_backward_allreduces",
     "step_collectives",
     "communication_bytes",
     "communication_seconds",
@@ -61,9 +65,16 @@ __all__ = [
 
 #: Collectives, as PyTorch names them (``p2p``: one send of a point-to-point pair).
 COLLECTIVES: tuple[str, ...] = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "p2p")
-#: Algorithms of :func:`collective_bytes`: the bandwidth-optimal ring, and the (double binary)
-#: tree NCCL uses for all-reduce at scale.
-COLLECTIVE_ALGORITHMS: tuple[str, ...] = ("ring", "tree")
+#: Algorithms of :func:`collective_bytes`: the bandwidth-optimal ``ring`` (for an all-to-all: every
+#: peer send posted at once, as NCCL's grouped send/receive and DeepEP run it), the (double binary)
+#: ``tree`` NCCL uses for all-reduce at scale, the in-switch reductions ``nvls`` (NVLink SHARP: the
+#: NVSwitch adds the partial sums, Hopper and later) and ``sharp`` (InfiniBand SHARP: the network
+#: switches add them), both all-reduce only, and ``pairwise`` (an all-to-all as ``n-1`` sequential
+#: exchange steps).
+COLLECTIVE_ALGORITHMS: tuple[str, ...] = ("ring", "tree", "nvls", "sharp", "pairwise")
+#: The kinds each algorithm other than ``ring`` is defined for.
+_ALGORITHM_KINDS = {"tree": ("all_reduce",), "nvls": ("all_reduce",), "sharp": ("all_reduce",),
+                    "pairwise": ("all_to_all",)}
 #: Which interconnect a group uses: ``auto`` (the scale-up domain when the group fits in one),
 #: ``scale_up`` (NVLink/NVSwitch, ICI) or ``scale_out`` (InfiniBand/RoCE).
 LINKS: tuple[str, ...] = ("auto", "scale_up", "scale_out")
@@ -81,7 +92,8 @@ V_SCHEDULES: tuple[str, ...] = ("zbv", "dualpipev")
 PARALLELISMS: tuple[str, ...] = ("tp", "cp", "ep", "dp", "pp")
 #: Keys of :func:`memory_per_gpu` (and of each entry of :func:`memory_per_stage`), bytes.
 MEMORY_KEYS: tuple[str, ...] = (
-    "parameters", "gradients", "master_weights", "master_gradients", "optimizer_states", "activations", "total",
+    "parameters", "gradients", "master_weights", "master_gradients", "optimizer_states", "gathered", "activations",
+    "total",
 )
 
 # parameters, gradients (bytes per value) that travel in the data-parallel collectives, by precision
@@ -98,8 +110,9 @@ def _check_collective(kind: str, n: int, algorithm: str) -> tuple[str, int, str]
     check_choice("kind", kind, COLLECTIVES)
     n = check_int("n", n)
     check_choice("algorithm", algorithm, COLLECTIVE_ALGORITHMS)
-    if algorithm == "tree" and kind != "all_reduce":
-        raise ValueError(f"algorithm='tree' is defined for kind='all_reduce' only, got kind={kind!r}")
+    if algorithm in _ALGORITHM_KINDS and kind not in _ALGORITHM_KINDS[algorithm]:
+        raise ValueError(f"algorithm={algorithm!r} is defined for kind={_ALGORITHM_KINDS[algorithm][0]!r} only, "
+                         f"got kind={kind!r}")
     if kind == "p2p" and n != 2:
         raise ValueError(f"a p2p transfer involves n=2 GPUs (a sender and a receiver), got n={n}")
     return kind, n, algorithm
@@ -129,14 +142,28 @@ def collective_bytes(kind: str, n: int, message_bytes: float, algorithm: str = "
     within ``2M/n``; what a tree changes is the number of latency steps
     (:func:`collective_steps`). A hierarchical all-reduce over ``N`` nodes of ``g`` GPUs
     (reduce-scatter in the node, all-reduce across nodes on ``M/g``, all-gather in the node) moves
-    only ``2 (N-1)/N M/g`` per GPU over the slow links. Derived in chapter :doc:`/chapters/parallelism`.
+    only ``2 (N-1)/N M/g`` per GPU over the slow links.
+
+    In-switch reduction beats the ring's ``2 (n-1)/n M``, which is the least a GPU must send when
+    the GPUs themselves add: ``nvls`` (NVLink SHARP) ``(n+1)/n M`` (each GPU's buffer is read once
+    into the switch, which adds; the GPU stores its reduced slice ``M/n``, which the switch
+    multicasts; the serving chapter's :func:`llmmath.allreduce_cost` counts it so), ``sharp``
+    (InfiniBand SHARP) ``M`` (up the switch tree once, the sum down once); they send less than the
+    ring from ``n = 4`` and ``n = 3`` GPUs (at ``n = 2`` the ring's ``M`` is least). ``pairwise`` moves the
+    all-to-all's bytes in ``n-1`` steps. Derived in chapter :doc:`/chapters/parallelism`.
     """
     kind, n, algorithm = _check_collective(kind, n, algorithm)
     M = _check_bytes("message_bytes", message_bytes)
     if kind == "p2p":
         return float(M)
+    if n == 1:
+        return 0.0
     if algorithm == "tree":
-        return 2.0 * M if n > 1 else 0.0
+        return 2.0 * M
+    if algorithm == "nvls":
+        return (n + 1) * M / n
+    if algorithm == "sharp":
+        return float(M)
     factor = 2 if kind == "all_reduce" else 1
     return factor * (n - 1) * M / n
 
@@ -144,15 +171,23 @@ def collective_bytes(kind: str, n: int, message_bytes: float, algorithm: str = "
 def collective_steps(kind: str, n: int, algorithm: str = "ring") -> int:
     """Sequential message steps of one collective (each pays the link's latency ``alpha`` once).
 
-    Ring: all-reduce ``2(n-1)``; reduce-scatter, all-gather ``n-1``; all-to-all ``n-1`` (pairwise
-    exchange); p2p 1. Tree all-reduce: ``2 ceil(log2 n)`` (up the tree and down again).
-    Derived in chapter :doc:`/chapters/parallelism`.
+    Ring: all-reduce ``2(n-1)``; reduce-scatter, all-gather ``n-1``; p2p 1. All-to-all: 1, every
+    send to the ``n-1`` peers posted at once (NCCL's grouped send/receive, DeepEP), or ``n-1`` with
+    ``pairwise`` exchange. Tree all-reduce: ``2 ceil(log2 n)`` (up the tree and down again);
+    in-switch all-reduce (``nvls``, ``sharp``): 2 (into the switch, and back). Derived in chapter
+    :doc:`/chapters/parallelism`.
     """
     kind, n, algorithm = _check_collective(kind, n, algorithm)
     if kind == "p2p":
         return 1
+    if n == 1:
+        return 0
     if algorithm == "tree":
-        return 2 * math.ceil(math.log2(n)) if n > 1 else 0
+        return 2 * math.ceil(math.log2(n))
+    if algorithm in ("nvls", "sharp"):
+        return 2
+    if kind == "all_to_all":
+        return n - 1 if algorithm == "pairwise" else 1
     return (2 if kind == "all_reduce" else 1) * (n - 1)
 
 
@@ -188,6 +223,12 @@ def collective_seconds(
     ``(n-k)/(n-1)`` for an all-to-all (the chunks for GPUs of other domains); the two links work
     in parallel and the slower share sets the time, with the scale-out latency per step.
     ``link="scale_up"`` or ``"scale_out"`` forces one link for all bytes.
+
+    ``algorithm="nvls"`` runs in one scale-up domain whose switch reduces (Hopper and later:
+    :func:`llmmath.allreduce_algorithms`); ``"sharp"`` reduces in the scale-out switches, so its group
+    spans domains: with ``k`` GPUs per domain NCCL reduce-scatters in the domain (``(k-1)/k M`` on the
+    scale-up link each way), all-reduces its ``M/k`` slice through the switches and all-gathers in the
+    domain again (``2 (k-1)/k M`` scale-up, ``M/k`` scale-out per GPU).
     Derived in chapter :doc:`/chapters/parallelism`.
     """
     latency, up, out = collective_link_seconds(kind, n, message_bytes, gpu, link=link, algorithm=algorithm,
@@ -211,6 +252,8 @@ def collective_link_seconds(
     steps, sent = collective_steps(kind, n, algorithm), collective_bytes(kind, n, message_bytes, algorithm)
     check_choice("link", link, LINKS)
     per_domain = max(1, min(n, spec.domain_size * n // span))
+    if algorithm in ("nvls", "sharp") and n > 1:
+        return _in_switch_seconds(spec, algorithm, n, float(message_bytes), span, per_domain, link)
     if link != "auto" or span <= spec.domain_size or per_domain == 1 or kind == "p2p":
         chosen = _link(spec, link, span)
         busy = sent / chosen.bandwidth
@@ -219,6 +262,32 @@ def collective_link_seconds(
     up, out = _link(spec, "scale_up", spec.domain_size), _link(spec, "scale_out", span)
     share = (n - per_domain) / (n - 1) if kind == "all_to_all" else 1 / per_domain
     return steps * out.latency, sent * (1 - share) / up.bandwidth, sent * share / out.bandwidth
+
+
+def _in_switch_seconds(spec: Accelerator, algorithm: str, n: int, M: float, span: int, per_domain: int,
+                       link: str) -> tuple[float, float, float]:
+    """:func:`collective_link_seconds` of an in-switch all-reduce (``nvls`` or ``sharp``)."""
+    from .inference import _IN_SWITCH_REDUCTION, _gpu_key
+
+    if algorithm == "nvls":
+        if span > spec.domain_size or link == "scale_out":
+            raise ValueError(f"algorithm='nvls' reduces in the NVSwitch of one scale-up domain: the group ({span} "
+                             f"GPUs) must fit in the {spec.domain_size} GPUs of a {spec.name} domain")
+        if _gpu_key(spec) not in _IN_SWITCH_REDUCTION:
+            raise ValueError(f"algorithm='nvls' needs a switch that reduces (NVLink SHARP, Hopper and later); "
+                             f"the {spec.name} has none")
+        up = _link(spec, "scale_up", span)
+        return 2 * up.latency, collective_bytes("all_reduce", n, M, "nvls") / up.bandwidth, 0.0
+    if span <= spec.domain_size or link == "scale_up":
+        raise ValueError("algorithm='sharp' reduces in the scale-out switches: the group must span more than one "
+                         f"scale-up domain ({spec.domain_size} GPUs of a {spec.name}); use 'nvls' inside one")
+    out = _link(spec, "scale_out", span)
+    if per_domain == 1 or link == "scale_out":
+        return 2 * out.latency, 0.0, M / out.bandwidth
+    up = _link(spec, "scale_up", spec.domain_size)
+    k = per_domain
+    return (2 * (k - 1) * up.latency + 2 * out.latency, 2 * (k - 1) / k * M / up.bandwidth,
+            M / k / out.bandwidth)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -246,7 +315,17 @@ class Layout:
     - ``scatter_gather``: Megatron-LM's scatter/gather optimisation (Narayanan et al. 2021): each of
       the ``tp`` ranks sends ``1/tp`` of the activations across a pipeline boundary (they are
       re-assembled by an all-gather over the scale-up link, not counted), as sequence parallelism
-      does anyway.
+      does anyway;
+    - ``round_size``: the micro-batches ``N`` the interleaved schedule runs through one chunk before
+      the next (Megatron-LM's ``microbatch_group_size_per_vp_stage``, which Llama 3 made tunable);
+      0 means ``pp``, Megatron-LM's default; ``pp <= N <= m`` and ``N`` divides ``m``;
+    - ``shard_group``: ZeRO shards over this many of the data-parallel ranks and replicates the
+      shards over the rest (hybrid sharding, HSDP; the gradients of a shard are all-reduced across
+      its replicas once per step); 0 means all ``dp * cp`` ranks;
+    - ``reshard_after_backward`` (ZeRO-2 only): the parameters are sharded again after each
+      micro-batch's backward and all-gathered in the next forward (FSDP's ``SHARD_GRAD_OP``), instead
+      of staying whole until the optimizer step (DeepSpeed's ZeRO-2, FSDP2 with
+      ``set_reshard_after_backward(False)``).
 
     ``ep`` divides ``dp`` (the experts of a layer are spread over ``ep`` of the data-parallel
     ranks; each expert is replicated on ``dp * cp / ep`` GPUs). Validated on construction; what
@@ -268,6 +347,9 @@ class Layout:
     virtual_stages: int = 1
     stage_layers: tuple[int, ...] = ()
     scatter_gather: bool = False
+    round_size: int = 0
+    shard_group: int = 0
+    reshard_after_backward: bool = False
 
     def __post_init__(self) -> None:
         for name in ("tp", "pp", "dp", "cp", "ep", "microbatch_size", "microbatches", "virtual_stages"):
@@ -275,12 +357,26 @@ class Layout:
         check_int("zero_stage", self.zero_stage, minimum=0, maximum=3)
         check_bool("sequence_parallel", self.sequence_parallel)
         check_bool("scatter_gather", self.scatter_gather)
+        check_bool("reshard_after_backward", self.reshard_after_backward)
+        check_int("round_size", self.round_size, minimum=0)
+        check_int("shard_group", self.shard_group, minimum=0)
+        if self.round_size and self.schedule != "interleaved":
+            raise ValueError(f"round_size is the interleaved schedule's micro-batch group: it needs "
+                             f"schedule='interleaved', got {self.schedule!r}")
+        if self.shard_group:
+            if self.zero_stage == 0:
+                raise ValueError("shard_group needs zero_stage >= 1 (it is the group ZeRO shards over)")
+            if (self.dp * self.cp // self.ep) % self.shard_group:
+                raise ValueError(f"shard_group={self.shard_group} must divide the data-parallel ranks that hold the "
+                                 f"same experts, dp * cp / ep = {self.dp * self.cp // self.ep}")
+        if self.reshard_after_backward and self.zero_stage != 2:
+            raise ValueError("reshard_after_backward describes ZeRO-2 (FSDP's SHARD_GRAD_OP): it needs zero_stage=2")
         check_choice("recompute", self.recompute, RECOMPUTE_MODES)
         check_choice("schedule", self.schedule, SCHEDULES)
         if self.dp % self.ep:
             raise ValueError(f"ep={self.ep} must divide dp={self.dp} (expert parallelism splits the "
                              "data-parallel ranks)")
-        _check_schedule(self.pp, self.microbatches, self.schedule, self.virtual_stages)
+        _check_schedule(self.pp, self.microbatches, self.schedule, self.virtual_stages, self.round_size)
         if not isinstance(self.stage_layers, tuple):
             raise TypeError(f"stage_layers must be a tuple of ints, got {type(self.stage_layers).__name__}")
         if self.stage_layers:
@@ -294,6 +390,11 @@ class Layout:
     def n_gpus(self) -> int:
         """``tp * pp * dp * cp``."""
         return self.tp * self.pp * self.dp * self.cp
+
+    @property
+    def zero_group(self) -> int:
+        """The ranks ZeRO shards the non-expert state over: ``shard_group`` or all ``dp * cp``."""
+        return self.shard_group or self.dp * self.cp
 
     @property
     def global_batch(self) -> int:
@@ -319,8 +420,8 @@ class Layout:
         return Layout(**values)
 
 
-def _check_schedule(pp: int, microbatches: int, schedule: str, virtual_stages: int) -> None:
-    """PyTorch's (and Megatron-LM's) requirements of each schedule on ``pp``, ``m`` and ``v``."""
+def _check_schedule(pp: int, microbatches: int, schedule: str, virtual_stages: int, round_size: int = 0) -> None:
+    """PyTorch's (and Megatron-LM's) requirements of each schedule on ``pp``, ``m``, ``v`` and ``N``."""
     multi = ("interleaved", "interleaved_zb", "zbv", "dualpipev")
     if virtual_stages > 1 and schedule not in multi:
         raise ValueError(f"virtual_stages={virtual_stages} needs a schedule with several chunks per GPU "
@@ -328,9 +429,13 @@ def _check_schedule(pp: int, microbatches: int, schedule: str, virtual_stages: i
     if schedule == "1f1b" and microbatches < pp:
         raise ValueError(f"schedule='1f1b' needs microbatches >= pp (PyTorch's Schedule1F1B requires it): "
                          f"microbatches={microbatches}, pp={pp}")
-    if schedule == "interleaved" and microbatches % pp:
+    if schedule == "interleaved" and round_size:
+        if not pp <= round_size <= microbatches or microbatches % round_size:
+            raise ValueError(f"round_size must lie in [pp, microbatches] = [{pp}, {microbatches}] and divide "
+                             f"microbatches, got {round_size}")
+    elif schedule == "interleaved" and microbatches % pp:
         raise ValueError(f"schedule='interleaved' needs pp={pp} to divide microbatches={microbatches} "
-                         "(Megatron-LM's interleaved schedule)")
+                         "(Megatron-LM's interleaved schedule; or give round_size)")
     if schedule == "interleaved_zb":
         if virtual_stages < 2:
             raise ValueError("schedule='interleaved_zb' needs virtual_stages >= 2 (PyTorch's "
@@ -603,28 +708,34 @@ def pipeline_bubble_fraction(
 
 
 def pipeline_in_flight(pp: int, microbatches: int, schedule: str = "1f1b", virtual_stages: int = 1,
-                       stage: int = 0) -> int:
+                       stage: int = 0, round_size: int = 0) -> int:
     """Micro-batches (model chunks, with interleaving) whose activations pipeline GPU ``stage``
     holds at its peak.
 
     GPipe: all ``m``. 1F1B: ``min(m, p - r)`` on GPU ``r`` (``p`` on the first: the warm-up
-    forwards before its first backward). Interleaved: ``min(v m, (v-1) p + 2(p-1-r) + 1)`` chunks
-    (Megatron-LM's and PyTorch's warm-up count plus the forward that precedes the first backward);
-    on GPU 0 that is ``p (v+1) - 1``, i.e. ``1 + (p-1)/(p v)`` times the ``L`` layers of activations
-    of 1F1B. Zero-bubble schedules: the most chunks whose forward has run and whose weight gradient
-    has not, in the order PyTorch runs (:func:`llmmath.steptime.pipeline_order`; a chunk's inputs
-    are kept until its weight gradient). Derived in chapter :doc:`/chapters/parallelism`.
+    forwards before its first backward). Interleaved: ``min(v m, (v-1) N + 2(p-1-r) + 1)`` chunks
+    (Megatron-LM's and PyTorch's warm-up count plus the forward that precedes the first backward),
+    ``N = round_size`` the micro-batches run through a chunk before the next (default ``N = p``,
+    Megatron-LM's; PyTorch's ``ScheduleInterleaved1F1B`` takes ``N = m / max(1, floor(m/p))``); on
+    GPU 0 with ``N = p`` that is ``p (v+1) - 1``, i.e. ``1 + (p-1)/(p v)`` times the ``L`` layers
+    of activations of 1F1B, and each extra micro-batch of ``N`` adds ``v - 1`` chunks. Zero-bubble
+    schedules: the most chunks whose forward has run and whose weight gradient has not, in the order
+    PyTorch runs (:func:`llmmath.steptime.pipeline_order`; a chunk's inputs are kept until its weight
+    gradient). Derived in chapter :doc:`/chapters/parallelism`.
     """
     p, m, v = check_int("pp", pp), check_int("microbatches", microbatches), check_int("virtual_stages", virtual_stages)
     check_choice("schedule", schedule, SCHEDULES)
-    _check_schedule(p, m, schedule, v)
+    n_round = check_int("round_size", round_size, minimum=0)
+    if n_round and schedule != "interleaved":
+        raise ValueError(f"round_size needs schedule='interleaved', got {schedule!r}")
+    _check_schedule(p, m, schedule, v, n_round)
     r = check_int("stage", stage, minimum=0, maximum=p - 1)
     if schedule == "gpipe":
         return m
     if schedule == "1f1b":
         return min(m, p - r)
     if schedule == "interleaved":
-        return min(v * m, (v - 1) * p + 2 * (p - 1 - r) + 1)
+        return min(v * m, (v - 1) * (n_round or p) + 2 * (p - 1 - r) + 1)
     from .steptime import pipeline_order
 
     held = peak = 0
@@ -649,7 +760,8 @@ def _dense_equivalent(cfg: TransformerConfig) -> TransformerConfig:
 
 @lru_cache(maxsize=1024)
 def _layer_activation(cfg: TransformerConfig, mlp: str, b: int, s: int, cp: int, t: int, sp: bool,
-                      recompute: str, flash: bool, dropout: bool, B: int, sp_saves_gathered: bool) -> int:
+                      recompute: str, flash: bool, dropout: bool, B: int, sp_saves_gathered: bool,
+                      cp_kv: bool = False) -> int:
     kind = _dense_equivalent(cfg) if mlp == "moe" else cfg
     sl = s // cp
     out = activation_bytes(kind, b, sl, bytes_per_value=B, recompute=recompute, flash_attention=flash,
@@ -659,12 +771,31 @@ def _layer_activation(cfg: TransformerConfig, mlp: str, b: int, s: int, cp: int,
         total += (cp - 1) * sum(terms[k] for k in ("softmax_output", "attn_dropout_mask", "attn_dropout_output"))
     if sp and sp_saves_gathered and recompute != "full":  # the gathered qkv and fc1 inputs, whole
         total += 2 * (t - 1) * B * b * sl * cfg.hidden_size // t
+    if cp > 1 and cp_kv and recompute != "full":  # the all-gathered keys and values, less the local shard
+        total += (cp - 1) * cp_gathered_kv_bytes(cfg, b, s, t, B) // cp
     return total
+
+
+def cp_gathered_kv_bytes(cfg: TransformerConfig, batch: int, seq: int, tp: int = 1, bytes_per_value: int = 2) -> int:
+    """Bytes of one layer's all-gathered keys and values on one GPU, ``b s (d_kv + d_v) B / t``:
+    what all-gather context parallelism (``cp_style="all_gather"``) keeps for the backward pass
+    when the attention saves its inputs (PyTorch 2.13's all-gather style does). The local
+    ``1/cp`` share is the layer's own keys and values, which :func:`llmmath.memory.activation_bytes`
+    already counts, so a GPU holds ``(cp-1)/cp`` of this more per layer and micro-batch in flight
+    (:func:`stage_activation_bytes`); re-gathering in the backward (``cp_style="ring"``) trades
+    it for an all-gather more. Derived in chapter :doc:`/chapters/parallelism`.
+    """
+    cfg = _check_cfg(cfg)
+    b, s, t = check_int("batch", batch), check_int("seq", seq), check_int("tp", tp)
+    B = check_int("bytes_per_value", bytes_per_value)
+    if cfg.n_kv_heads % t:
+        raise ValueError(f"tp={t} must divide n_kv_heads={cfg.n_kv_heads}")
+    return b * s * (cfg.kv_dim + cfg.v_dim) * B // t
 
 
 def stage_activation_bytes(
     cfg: TransformerConfig, layout: Layout, seq: int, stage: int = 0, *, flash_attention: bool = False,
-    dropout: bool = True, bytes_per_value: int = 2, sp_saves_gathered: bool = False,
+    dropout: bool = True, bytes_per_value: int = 2, sp_saves_gathered: bool = False, cp_style: str = "all_gather",
 ) -> int:
     """Activation bytes one GPU of pipeline stage ``stage`` holds at its peak.
 
@@ -679,24 +810,28 @@ def stage_activation_bytes(
     micro-batches in flight (:func:`pipeline_in_flight`, per chunk: ``1/v`` of the stage).
     ``sp_saves_gathered=True`` describes PyTorch's tensor parallelism, which keeps the all-gathered
     (whole-sequence) inputs of the QKV and first MLP projections instead of re-gathering them in
-    the backward pass as Megatron-LM does: ``2 (t-1)/t x 2sbh`` more per layer.
+    the backward pass as Megatron-LM does: ``2 (t-1)/t x 2sbh`` more per layer. With context
+    parallelism in the ``all_gather`` style (:data:`CP_STYLES`) each layer also keeps the
+    all-gathered keys and values, ``(cp-1)/cp`` of :func:`cp_gathered_kv_bytes` more.
     Derived in chapter :doc:`/chapters/parallelism`.
     """
     cfg, layout = _check_cfg(cfg), _check_layout_type(layout)
     s = check_int("seq", seq)
     check_layout(cfg, layout, s)
+    check_choice("cp_style", cp_style, CP_STYLES)
     r = check_int("stage", stage, minimum=0, maximum=layout.pp - 1)
     flash, drop = check_bool("flash_attention", flash_attention), check_bool("dropout", dropout)
     B = check_int("bytes_per_value", bytes_per_value)
     sp_g = check_bool("sp_saves_gathered", sp_saves_gathered)
     b, t, cp, sp, v = layout.microbatch_size, layout.tp, layout.cp, layout.sequence_parallel, layout.virtual_stages
     layers = pipeline_stage_layers(cfg, layout)[r]
-    per_mb = sum(n * _layer_activation(cfg, spec.mlp, b, s, cp, t, sp, layout.recompute, flash, drop, B, sp_g)
+    kv = cp_style == "all_gather"
+    per_mb = sum(n * _layer_activation(cfg, spec.mlp, b, s, cp, t, sp, layout.recompute, flash, drop, B, sp_g, kv)
                  for spec, n in _spec_counts(cfg, layers).items())
     sbh = b * (s // cp) * cfg.hidden_size // (t if sp else 1)
     if r == 0 and drop:
         per_mb += sbh  # the embedding dropout's 1-byte mask
-    in_flight = pipeline_in_flight(layout.pp, layout.microbatches, layout.schedule, v, r)
+    in_flight = pipeline_in_flight(layout.pp, layout.microbatches, layout.schedule, v, r, layout.round_size)
     total = per_mb * in_flight // v
     if r == last_gpu(layout):
         head = 2 * B * sbh + _FP32 * b * (s // cp) * _vocab_shard(cfg, t)
@@ -707,34 +842,61 @@ def stage_activation_bytes(
 def memory_per_stage(
     cfg: TransformerConfig, layout: Layout, seq: int, *, precision: str = "mixed", optimizer: str = "adam",
     flash_attention: bool = False, dropout: bool = True, bytes_per_value: int = 2, sp_saves_gathered: bool = False,
+    cp_style: str = "all_gather", optimizer_bytes_per_value: int = 4, parameter_copies: int = 1,
+    zero3_prefetch: int = 1,
 ) -> list[dict[str, int]]:
     """The :data:`MEMORY_KEYS` of one GPU of each pipeline stage, bytes.
 
-    Model state from :func:`llmmath.memory.training_state_bytes` applied to the stage's
-    parameters on one GPU (:func:`stage_param_counts`): the non-expert ones sharded by ZeRO over
-    the ``dp * cp`` ranks that hold the same ones, the routed experts over the ``dp * cp / ep``
-    ranks that hold the same experts. Activations from :func:`stage_activation_bytes`.
-    Not counted: communication buffers, ZeRO-3's gathered layers, the allocator's fragmentation.
-    Derived in chapter :doc:`/chapters/parallelism`.
+    Model state from :func:`llmmath.memory.training_state_bytes` (``precision``, ``optimizer``,
+    ``optimizer_bytes_per_value``: 2 for BF16 moments) applied to the stage's parameters on one GPU
+    (:func:`stage_param_counts`): the non-expert ones sharded by ZeRO over the ``dp * cp`` ranks
+    that hold the same ones (or the ``shard_group`` of hybrid sharding), the routed experts over the
+    ``dp * cp / ep`` ranks that hold the same experts (or ``shard_group``). ``parameter_copies = c``
+    holds ``c`` copies of the stage's parameters on each GPU, data-parallel replicas of each other,
+    as DualPipe's two directions do (DeepSeek-V3): the unsharded state counts ``c`` times, ZeRO
+    shards the rest over ``c`` times the ranks. ``gathered`` (ZeRO-3 only): the layers FSDP holds
+    whole while it computes, ``1 + zero3_prefetch`` of the stage's largest unit (a layer, or the
+    embedding or output layer with the first or last stage's other parameters) in the parameters'
+    precision and one unit's unsharded gradient before its reduce-scatter. Activations from
+    :func:`stage_activation_bytes`. Not counted: the CUDA context, NCCL's buffers and the
+    allocator's fragmentation (:func:`llmmath.sharding.memory_reserve_bytes`). Derived in chapter
+    :doc:`/chapters/parallelism`.
     """
     check_choice("precision", precision, _COMM_BYTES)
     check_choice("optimizer", optimizer, OPTIMIZERS)
+    copies = check_int("parameter_copies", parameter_copies)
+    prefetch = check_int("zero3_prefetch", zero3_prefetch, minimum=0)
     params = stage_param_counts(cfg, layout)
-    n_dense, n_expert = layout.dp * layout.cp, layout.dp * layout.cp // layout.ep
+    n_dense = layout.shard_group or layout.dp * layout.cp
+    n_expert = layout.shard_group or layout.dp * layout.cp // layout.ep
     out = []
     for r, p in enumerate(params):
         row = dict.fromkeys(MEMORY_KEYS, 0)
         for count, group in ((p["dense"], n_dense), (p["expert"], n_expert)):
             if count:
-                state = training_state_bytes(count, precision, optimizer, zero_stage=layout.zero_stage, n_gpus=group)
+                state = training_state_bytes(copies * count, precision, optimizer, zero_stage=layout.zero_stage,
+                                             n_gpus=copies * group, optimizer_bytes_per_value=optimizer_bytes_per_value)
                 for key in MEMORY_KEYS[:5]:
                     row[key] += state[key]
+        if layout.zero_stage == 3:
+            unit = _largest_unit(cfg, layout, r, p["dense"] + p["expert"])
+            whole = training_state_bytes(unit, precision, optimizer)
+            row["gathered"] = copies * ((1 + prefetch) * whole["parameters"] + whole["gradients"])
         row["activations"] = stage_activation_bytes(
             cfg, layout, seq, r, flash_attention=flash_attention, dropout=dropout, bytes_per_value=bytes_per_value,
-            sp_saves_gathered=sp_saves_gathered)
+            sp_saves_gathered=sp_saves_gathered, cp_style=cp_style)
         row["total"] = sum(row[k] for k in MEMORY_KEYS[:-1])
         out.append(row)
     return out
+
+
+def _largest_unit(cfg: TransformerConfig, layout: Layout, r: int, stage_params: int) -> int:
+    """The parameters on one GPU of the largest FSDP unit of pipeline stage ``r``: a layer, or what the
+    stage holds besides its layers (embeddings, final norm, output layer)."""
+    layers = pipeline_stage_layers(cfg, layout)[r]
+    specs = _specs(cfg)
+    sizes = [sum(_layer_params_per_gpu(cfg, specs[i], layout.tp, layout.ep)) for i in layers]
+    return max(sizes + [stage_params - sum(sizes)])
 
 
 def memory_per_gpu(cfg: TransformerConfig, layout: Layout, seq: int, **kwargs: Any) -> dict[str, int]:
@@ -755,8 +917,9 @@ def memory_per_gpu(cfg: TransformerConfig, layout: Layout, seq: int, **kwargs: A
 class Collective(NamedTuple):
     """``count`` collectives of one kind per training step on one GPU: the ``parallelism`` that
     issues them, the collective ``kind``, the ``group`` size, the ``message`` bytes ``M`` (as in
-    :func:`collective_bytes`), the ``phase`` (``forward``, ``backward`` or ``step``) and the
-    ``stride`` between consecutive GPUs of the group (what decides the link)."""
+    :func:`collective_bytes`), the ``phase`` (``forward``, ``backward`` or ``step``), the
+    ``stride`` between consecutive GPUs of the group (what decides the link) and the ``algorithm``
+    (:data:`COLLECTIVE_ALGORITHMS`)."""
 
     parallelism: str
     kind: str
@@ -765,6 +928,22 @@ class Collective(NamedTuple):
     count: int
     phase: str
     stride: int
+    algorithm: str = "ring"
+
+
+#: How tensor parallelism places its collectives: ``megatron`` (one all-reduce of the layer input's
+#: gradient per attention and per MLP block: Megatron-LM's ``f`` operator, or PyTorch with one
+#: ``PrepareModuleInput`` per block) and ``transformers`` (``transformers``' ``base_model_tp_plan``:
+#: each column-parallel projection all-reduces the gradient of its own input).
+TP_PLANS: tuple[str, ...] = ("megatron", "transformers")
+#: Context parallelism's exchanges: ``all_gather`` (the keys and values all-gathered in the forward
+#: and kept for the backward, which reduce-scatters their gradients: Llama 3's, and PyTorch 2.13's
+#: all-gather style), ``ring`` (ring attention, and any all-gather style that re-gathers them in the
+#: backward: the volume of an all-gather in each pass and a reduce-scatter of the gradients) and
+#: ``ulysses`` (DeepSpeed-Ulysses: all-to-alls turn the sequence shards of the queries, keys and
+#: values into head shards before attention and the output back after it).
+CP_STYLES: tuple[str, ...] = ("all_gather", "ring", "ulysses")
+_ALLREDUCE_ALGORITHMS = ("ring", "tree", "nvls", "sharp")
 
 
 def _stage_or_busiest(cfg: TransformerConfig, layout: Layout, stage: int | None) -> int:
@@ -774,9 +953,28 @@ def _stage_or_busiest(cfg: TransformerConfig, layout: Layout, stage: int | None)
     return check_int("stage", stage, minimum=0, maximum=layout.pp - 1)
 
 
+def tp_backward_allreduces(cfg: TransformerConfig, tp_plan: str = "megatron") -> int:
+    """All-reduces one tensor-parallel layer issues in its backward pass (without sequence
+    parallelism), one per distinct consumer of a replicated input: 2 with ``megatron`` (the input of
+    the attention block and that of the MLP block, each made one replicated tensor that feeds every
+    column-parallel projection), ``3 + 2`` with ``transformers``' plan for a gated MLP (``q``,
+    ``k``, ``v``, ``gate`` and ``up`` are separate ``ColwiseParallel`` modules, each all-reducing the
+    gradient of its own input), ``3 + 1`` with a plain MLP. The forward has 2 in both (after the
+    output and down projections). Derived in chapter :doc:`/chapters/parallelism`.
+    """
+    cfg = _check_cfg(cfg)
+    check_choice("tp_plan", tp_plan, TP_PLANS)
+    if tp_plan == "megatron":
+        return 2
+    if cfg.is_moe or cfg.kv_lora_rank:
+        raise ValueError("tp_plan='transformers' is modelled for dense layers with separate q, k, v projections")
+    return 3 + (2 if cfg.ffn_kind == "gated" else 1)
+
+
 def step_collectives(
     cfg: TransformerConfig, layout: Layout, seq: int, *, stage: int | None = None, precision: str = "mixed",
-    bytes_per_value: int = 2, sp_saves_gathered: bool = False,
+    bytes_per_value: int = 2, sp_saves_gathered: bool = False, tp_plan: str = "megatron",
+    cp_style: str = "all_gather", tp_algorithm: str = "ring", dp_algorithm: str = "ring",
 ) -> list[Collective]:
     """Every collective one GPU of pipeline stage ``stage`` (default: the stage with the most
     layers) takes part in during one training step, counted per kind.
@@ -784,26 +982,34 @@ def step_collectives(
     With ``b`` the micro-batch, ``s' = s / cp`` the local tokens, ``B`` bytes per activation value,
     ``m`` micro-batches, ``L_r`` layers on the stage of which ``L_moe`` mixture-of-experts:
 
-    - **tp** (Megatron-LM): per layer and micro-batch, 2 all-reduces of ``b s' h B`` in the
-      forward and 2 in the backward; with sequence parallelism 2 all-gathers + 2 reduce-scatters
-      of the same ``M`` in each direction, plus 2 all-gathers in the backward that re-gather the
-      saved shards (none with ``sp_saves_gathered``, PyTorch's way); full recomputation repeats the
-      forward's.
-    - **cp**: per layer and micro-batch, an all-gather of the keys and values (``b s (d_kv + d_v)
-      B / t``) in the forward, and in the backward another all-gather and a reduce-scatter of their
-      gradients (a ring implementation moves the same bytes).
+    - **tp**: per layer and micro-batch, 2 all-reduces of ``b s' h B`` in the forward and
+      :func:`tp_backward_allreduces` in the backward (2 with ``tp_plan="megatron"``, Megatron-LM;
+      5 with ``transformers``' plan for a gated MLP); with sequence parallelism (Megatron-LM) 2
+      all-gathers + 2 reduce-scatters of the same ``M`` in each direction, plus 2 all-gathers in the
+      backward that re-gather the saved shards (none with ``sp_saves_gathered``, PyTorch's way);
+      full recomputation repeats the forward's. ``tp_algorithm`` runs the all-reduces
+      (``nvls``: in the NVSwitch).
+    - **cp** (:data:`CP_STYLES`), per layer and micro-batch: ``all_gather`` an all-gather of the
+      keys and values (``b s (d_kv + d_v) B / t``) in the forward and a reduce-scatter of their
+      gradients in the backward; ``ring`` an all-gather more in the backward; ``ulysses`` 4
+      all-to-alls in each pass, of the local queries, keys, values and attention output (``b s'
+      d B / t`` with ``d`` their widths; the heads must split over ``t cp``).
     - **ep**: per MoE layer and micro-batch, all-to-all dispatch and combine of the ``k`` copies of
       each local token (``b s' k h B``, divided by ``t`` with sequence parallelism) in the forward
       and again in the backward.
     - **pp**: a p2p send of the activations (``b s' h B``, ``/t`` with sequence parallelism) per
       chunk boundary that crosses to another GPU and micro-batch forward, and of their gradients
       backward (the turn of a V schedule stays on its GPU).
-    - **dp** (once per step unless noted), over the ``dp cp`` ranks for the non-expert and
+    - **dp** (once per step unless noted), over the ``G = dp cp`` ranks for the non-expert and
       ``dp cp / ep`` ranks for the expert parameters, gradients in the precision's gradient bytes:
       ZeRO-0 an all-reduce of the gradients; ZeRO-1 a reduce-scatter of the gradients and an
-      all-gather of the updated parameters; ZeRO-2 the reduce-scatter per micro-batch;
-      ZeRO-3 per micro-batch an all-gather of the parameters in the forward, another in the
-      backward and a reduce-scatter of the gradients.
+      all-gather of the updated parameters; ZeRO-2 the reduce-scatter per micro-batch (and, with
+      ``reshard_after_backward``, FSDP's ``SHARD_GRAD_OP``, the all-gather per micro-batch in the
+      forward instead of once); ZeRO-3 per micro-batch an all-gather of the parameters in the
+      forward, another in the backward and a reduce-scatter of the gradients. With hybrid sharding
+      (``shard_group = S``) these run over the ``S`` ranks of a shard group and the reduced shard
+      (``ceil(P/S)`` gradients) is all-reduced across the ``G/S`` replicas once per step.
+      ``dp_algorithm`` runs the all-reduces (``sharp``: in the network's switches).
 
     Embedding and loss all-reduces are not counted. Derived in chapter :doc:`/chapters/parallelism`.
     """
@@ -813,18 +1019,25 @@ def step_collectives(
     check_choice("precision", precision, _COMM_BYTES)
     B = check_int("bytes_per_value", bytes_per_value)
     sp_g = check_bool("sp_saves_gathered", sp_saves_gathered)
+    check_choice("cp_style", cp_style, CP_STYLES)
+    check_choice("tp_algorithm", tp_algorithm, _ALLREDUCE_ALGORITHMS)
+    check_choice("dp_algorithm", dp_algorithm, _ALLREDUCE_ALGORITHMS)
+    tp_back = tp_backward_allreduces(cfg, tp_plan)
     r = _stage_or_busiest(cfg, layout, stage)
     t, cp, ep, pp, v, m = layout.tp, layout.cp, layout.ep, layout.pp, layout.virtual_stages, layout.microbatches
     b, sp, h = layout.microbatch_size, layout.sequence_parallel, cfg.hidden_size
+    if tp_plan != "megatron" and sp:
+        raise ValueError("tp_plan='transformers' is modelled without sequence parallelism")
     sl = s // cp
     layers = pipeline_stage_layers(cfg, layout)[r]
     n_layers, n_moe = len(layers), sum(_specs(cfg)[i].mlp == "moe" for i in layers)
     act = b * sl * h * B
     out: list[Collective] = []
 
-    def add(par: str, kind: str, group: int, message: int, count: int, phase: str, stride: int) -> None:
+    def add(par: str, kind: str, group: int, message: int, count: int, phase: str, stride: int,
+            algorithm: str = "ring") -> None:
         if group > 1 and count > 0 and message > 0:
-            out.append(Collective(par, kind, group, message, count, phase, stride))
+            out.append(Collective(par, kind, group, message, count, phase, stride, algorithm))
 
     redo = 2 if layout.recompute == "full" else 0
     per_layer = n_layers * m
@@ -834,12 +1047,19 @@ def step_collectives(
         add("tp", "all_gather", t, act, (2 if sp_g else 4) * per_layer, "backward", 1)
         add("tp", "reduce_scatter", t, act, 2 * per_layer, "backward", 1)
     else:
-        add("tp", "all_reduce", t, act, (2 + redo) * per_layer, "forward", 1)
-        add("tp", "all_reduce", t, act, 2 * per_layer, "backward", 1)
-    kv = b * s * (cfg.kv_dim + cfg.v_dim) * B // t
-    add("cp", "all_gather", cp, kv, (1 + redo // 2) * per_layer, "forward", t)
-    add("cp", "all_gather", cp, kv, per_layer, "backward", t)
-    add("cp", "reduce_scatter", cp, kv, per_layer, "backward", t)
+        add("tp", "all_reduce", t, act, (2 + redo) * per_layer, "forward", 1, tp_algorithm)
+        add("tp", "all_reduce", t, act, tp_back * per_layer, "backward", 1, tp_algorithm)
+    if cp_style == "ulysses":
+        for width in _ulysses_widths(cfg, t, cp):
+            message = b * sl * width * B // t
+            add("cp", "all_to_all", cp, message, (1 + redo // 2) * per_layer, "forward", t)
+            add("cp", "all_to_all", cp, message, per_layer, "backward", t)
+    else:
+        kv = b * s * (cfg.kv_dim + cfg.v_dim) * B // t
+        add("cp", "all_gather", cp, kv, (1 + redo // 2) * per_layer, "forward", t)
+        if cp_style == "ring":
+            add("cp", "all_gather", cp, kv, per_layer, "backward", t)
+        add("cp", "reduce_scatter", cp, kv, per_layer, "backward", t)
     if n_moe:
         tokens = b * sl // (t if sp else 1)
         a2a = tokens * cfg.experts_per_token * h * B
@@ -855,21 +1075,31 @@ def step_collectives(
     p_bytes, g_bytes = _COMM_BYTES[precision]
     params = stage_param_counts(cfg, layout)[r]
     groups = ((params["dense"], layout.dp * cp, t), (params["expert"], layout.dp * cp // ep, t * ep))
+    z = layout.zero_stage
     for count, group, stride in groups:
-        z = layout.zero_stage
         if z == 0:
-            add("dp", "all_reduce", group, count * g_bytes, 1, "step", stride)
-        elif z == 1:
-            add("dp", "reduce_scatter", group, count * g_bytes, 1, "step", stride)
-            add("dp", "all_gather", group, count * p_bytes, 1, "step", stride)
+            add("dp", "all_reduce", group, count * g_bytes, 1, "step", stride, dp_algorithm)
+            continue
+        S = layout.shard_group or group
+        grads, weights = count * g_bytes, count * p_bytes
+        if z == 3:
+            add("dp", "all_gather", S, weights, m, "forward", stride)
+            add("dp", "all_gather", S, weights, m, "backward", stride)
+        add("dp", "reduce_scatter", S, grads, 1 if z == 1 else m, "step" if z == 1 else "backward", stride)
+        add("dp", "all_reduce", group // S, -(-count // S) * g_bytes, 1, "step", stride * S, dp_algorithm)
+        if z == 1 or (z == 2 and not layout.reshard_after_backward):
+            add("dp", "all_gather", S, weights, 1, "step", stride)
         elif z == 2:
-            add("dp", "reduce_scatter", group, count * g_bytes, m, "backward", stride)
-            add("dp", "all_gather", group, count * p_bytes, 1, "step", stride)
-        else:
-            add("dp", "all_gather", group, count * p_bytes, m, "forward", stride)
-            add("dp", "all_gather", group, count * p_bytes, m, "backward", stride)
-            add("dp", "reduce_scatter", group, count * g_bytes, m, "backward", stride)
+            add("dp", "all_gather", S, weights, m, "forward", stride)
     return out
+
+
+def _ulysses_widths(cfg: TransformerConfig, t: int, cp: int) -> tuple[int, ...]:
+    """The widths of the queries, keys, values and attention output that Ulysses' all-to-alls move."""
+    if cp > 1 and (cfg.n_heads % (t * cp) or cfg.n_kv_heads % (t * cp)):
+        raise ValueError(f"cp_style='ulysses' splits the heads over tp * cp = {t * cp} GPUs: it must divide "
+                         f"n_heads={cfg.n_heads} and n_kv_heads={cfg.n_kv_heads}")
+    return cfg.q_dim, cfg.kv_dim, cfg.v_dim, cfg.n_heads * cfg.v_head_dim
 
 
 def communication_bytes(cfg: TransformerConfig, layout: Layout, seq: int, **kwargs: Any) -> dict[str, float]:
@@ -879,13 +1109,14 @@ def communication_bytes(cfg: TransformerConfig, layout: Layout, seq: int, **kwar
     """
     out = dict.fromkeys(PARALLELISMS, 0.0)
     for c in step_collectives(cfg, layout, seq, **kwargs):
-        out[c.parallelism] += c.count * collective_bytes(c.kind, c.group, c.message)
+        out[c.parallelism] += c.count * collective_bytes(c.kind, c.group, c.message, c.algorithm)
     out["total"] = sum(out.values())
     return out
 
 
 def _collective_time(c: Collective, gpu: Accelerator) -> float:
-    return c.count * collective_seconds(c.kind, c.group, c.message, gpu, span=c.group * c.stride)
+    return c.count * collective_seconds(c.kind, c.group, c.message, gpu, span=c.group * c.stride,
+                                        algorithm=c.algorithm)
 
 
 def communication_seconds(

@@ -83,6 +83,7 @@ from .hardware import Accelerator, accelerator, gpu_peak_flops
 from .memory import RECOMPUTE_MODES, training_state_bytes
 from .parallel import (
     _COMM_BYTES,
+    CP_STYLES,
     PARALLELISMS,
     SCHEDULES,
     V_SCHEDULES,
@@ -453,21 +454,21 @@ def _spec_key(spec: Accelerator) -> tuple:
 
 def _ingredients(cfg: TransformerConfig, layout: Layout, s: int, spec: Accelerator, precision: str,
                  state_precision: str, bytes_per_value: int, sp_saves_gathered: bool, flash: bool,
-                 optimizer: str) -> _Ingredients:
+                 optimizer: str, comm: tuple[str, str, str] = ("all_gather", "ring", "ring")) -> _Ingredients:
     key = (cfg, layout, s, _spec_key(spec), precision, state_precision, bytes_per_value, sp_saves_gathered, flash,
-           optimizer)
+           optimizer, comm)
     hit = _CACHE.get(key)
     if hit is None:
         if len(_CACHE) > 4096:
             _CACHE.clear()
         hit = _CACHE[key] = _make_ingredients(cfg, layout, s, spec, precision, state_precision, bytes_per_value,
-                                              sp_saves_gathered, flash, optimizer)
+                                              sp_saves_gathered, flash, optimizer, comm)
     return hit
 
 
 def _make_ingredients(cfg: TransformerConfig, layout: Layout, s: int, spec: Accelerator, precision: str,
                       state_precision: str, bytes_per_value: int, sp_saves_gathered: bool, flash: bool,
-                      optimizer: str) -> _Ingredients:
+                      optimizer: str, comm: tuple[str, str, str]) -> _Ingredients:
     p, v, m, b = layout.pp, layout.virtual_stages, layout.microbatches, layout.microbatch_size
     style = _style(layout.schedule)
     n_chunks = p * v
@@ -488,7 +489,8 @@ def _make_ingredients(cfg: TransformerConfig, layout: Layout, s: int, spec: Acce
     comms, opt = [], []
     hop = (0.0, 0.0, 0.0)
     params = stage_param_counts(cfg, layout)
-    n_dense, n_expert = layout.dp * layout.cp, layout.dp * layout.cp // layout.ep
+    n_dense = layout.shard_group or layout.dp * layout.cp
+    n_expert = layout.shard_group or layout.dp * layout.cp // layout.ep
     stage_layers = _stage_layers(cfg.n_layers, p, v, layout.stage_layers, style)
     last = chunk_gpu(n_chunks - 1, p, style)
     memo: dict[tuple, tuple[tuple[_Comm, ...], int, tuple[float, float, float] | None]] = {}
@@ -498,8 +500,10 @@ def _make_ingredients(cfg: TransformerConfig, layout: Layout, s: int, spec: Acce
         if key not in memo:
             mine, own_hop = [], None
             for c in step_collectives(cfg, layout, s, stage=r, precision=state_precision,
-                                      bytes_per_value=bytes_per_value, sp_saves_gathered=sp_saves_gathered):
-                lat, up, out = collective_link_seconds(c.kind, c.group, c.message, spec, span=c.group * c.stride)
+                                      bytes_per_value=bytes_per_value, sp_saves_gathered=sp_saves_gathered,
+                                      cp_style=comm[0], tp_algorithm=comm[1], dp_algorithm=comm[2]):
+                lat, up, out = collective_link_seconds(c.kind, c.group, c.message, spec, span=c.group * c.stride,
+                                                       algorithm=c.algorithm)
                 if c.parallelism == "pp":
                     own_hop = (lat, up, out)
                 if c.parallelism == "dp" and c.phase == "step":
@@ -759,7 +763,8 @@ def step_time(
     efficiency: float | None = None, link_efficiency: float | tuple[float, float] | None = None,
     precision: str = "bf16_tensor", overlap: tuple[str, ...] | None = None, flash_attention: bool = True,
     state_precision: str = "mixed", bytes_per_value: int = 2, sp_saves_gathered: bool = False,
-    optimizer: str = "adam", attention_kernel: str | None = None,
+    optimizer: str = "adam", attention_kernel: str | None = None, cp_style: str = "all_gather",
+    tp_algorithm: str = "ring", dp_algorithm: str = "ring",
 ) -> dict[str, Any]:
     """Seconds of one training step of ``cfg`` split by ``layout`` on accelerators ``gpu``, in one
     of :data:`MODES` (see the module docstring for every term and overlap window).
@@ -773,7 +778,9 @@ def step_time(
     (``predicted`` counts its recomputed scores; ``bound`` never needs them); ``attention_kernel``
     (:data:`ATTENTION_KERNELS`; default with ``flash_attention`` the fused kernel calibrated for the
     accelerator's generation, ``cudnn`` first, else ``eager``) picks the attention kernel's
-    calibrated efficiency.
+    calibrated efficiency. ``cp_style``, ``tp_algorithm`` and ``dp_algorithm`` choose the collectives
+    (:func:`llmmath.parallel.step_collectives`: context parallelism's exchanges, in-switch
+    all-reduces).
     Returns ``mode``, ``step`` (seconds), ``compute``, ``bubble`` and ``exposed_communication`` of the
     slowest pipeline GPU (``exposed``: by kind, ``predicted`` only), ``dp_exposed`` (the
     data-parallel collectives of the step that do not hide, on the GPU where most stays exposed),
@@ -808,7 +815,8 @@ def step_time(
     if attention_kernel == "eager" and flash:
         raise ValueError("attention_kernel='eager' is not a fused kernel: pass flash_attention=False")
     eff, used = _efficiencies(spec, precision, attention_kernel, mode, efficiency, link_efficiency)
-    ing = _ingredients(cfg, layout, s, spec, precision, state_precision, B, sp_g, flash, optimizer)
+    comm = (check_choice("cp_style", cp_style, CP_STYLES), tp_algorithm, dp_algorithm)
+    ing = _ingredients(cfg, layout, s, spec, precision, state_precision, B, sp_g, flash, optimizer, comm)
     out = _assemble(ing, eff, mode, overlap)
     out["efficiency"] = used
     return out

@@ -121,10 +121,13 @@ def test_collective_seconds_links():
     # a group of 2 whose members are 8 apart crosses nodes
     assert collective_seconds("all_reduce", 2, M, "H100", span=16) == pytest.approx(
         collective_seconds("all_reduce", 2, M, "H100", link="scale_out"))
-    # an all-to-all over 64 GPUs in 8 nodes: 56 of the 63 foreign chunks leave the node
+    # an all-to-all over 64 GPUs in 8 nodes: 56 of the 63 foreign chunks leave the node; NCCL and
+    # DeepEP post the 63 sends at once (one latency), a pairwise exchange pays 63 in sequence
     a2a = collective_bytes("all_to_all", 64, M)
-    assert collective_seconds("all_to_all", 64, M, "H100") == pytest.approx(63 * h100.scale_out.latency + max(
-        a2a * 56 / 63 / h100.scale_out.bandwidth, a2a * 7 / 63 / h100.scale_up.bandwidth))
+    links = max(a2a * 56 / 63 / h100.scale_out.bandwidth, a2a * 7 / 63 / h100.scale_up.bandwidth)
+    assert collective_seconds("all_to_all", 64, M, "H100") == pytest.approx(h100.scale_out.latency + links)
+    assert collective_seconds("all_to_all", 64, M, "H100", algorithm="pairwise") == pytest.approx(
+        63 * h100.scale_out.latency + links)
 
 
 @pytest.mark.parametrize("call, match", [
@@ -317,13 +320,16 @@ def test_first_stage_holds_all_layers_worth_korthikanti():
 def test_context_parallel_scores_see_every_key():
     """Composition with activation_bytes (its terms are checked in tests/test_memory.py)."""
     cfg, s, c = _gpt(), 64, 4
-    with_cp = stage_activation_bytes(cfg, Layout(cp=c), s, dropout=False)
+    with_cp = stage_activation_bytes(cfg, Layout(cp=c), s, dropout=False, cp_style="ring")
     full = activation_bytes(cfg, 1, s, dropout=False)["terms"]
     local = activation_bytes(cfg, 1, s // c, dropout=False)["terms"]
     # each rank: s/c queries x s keys of scores, the rest at s/c tokens
     expect = cfg.n_layers * (sum(local.values()) - local["softmax_output"] + full["softmax_output"] // c)
     sbh = s // c * cfg.hidden_size
     assert with_cp == expect + 2 * 2 * sbh + 4 * (s // c) * cfg.vocab_size
+    # all-gather CP keeps each layer's gathered keys and values (s x 2 h values) instead of its own s/c
+    gathered = stage_activation_bytes(cfg, Layout(cp=c), s, dropout=False)
+    assert gathered - with_cp == cfg.n_layers * 2 * (s - s // c) * 2 * cfg.hidden_size
 
 
 def test_memory_zero_and_most_loaded():
@@ -370,7 +376,16 @@ def test_pipeline_context_expert_collectives():
     first = {(c.phase, c.count) for c in step_collectives(cfg, lay, 64, stage=0) if c.parallelism == "pp"}
     assert first == {("forward", 8)}
     cp = [c for c in step_collectives(cfg, Layout(cp=4), 64) if c.parallelism == "cp"]
-    assert sum(c.count for c in cp) == 3 * cfg.n_layers and {c.message for c in cp} == {64 * 2 * 64 * 2}
+    # all-gather CP (PyTorch's, Llama 3's): K, V gathered once, their gradients reduce-scattered
+    assert {(c.kind, c.phase, c.count) for c in cp} == {("all_gather", "forward", cfg.n_layers),
+                                                        ("reduce_scatter", "backward", cfg.n_layers)}
+    assert {c.message for c in cp} == {64 * 2 * 64 * 2}
+    ring = [c for c in step_collectives(cfg, Layout(cp=4), 64, cp_style="ring") if c.parallelism == "cp"]
+    assert sum(c.count for c in ring) == 3 * cfg.n_layers  # ring attention: K, V pass round again backward
+    # Ulysses: all-to-all of q, k, v and the output (s/c tokens x h each) in each pass
+    uly = [c for c in step_collectives(cfg, Layout(cp=4), 64, cp_style="ulysses") if c.parallelism == "cp"]
+    assert {c.kind for c in uly} == {"all_to_all"} and sum(c.count for c in uly) == 8 * cfg.n_layers
+    assert {c.message for c in uly} == {64 // 4 * 64 * 2}
     moe = preset("mixtral-8x7b")
     a2a = [c for c in step_collectives(moe, Layout(dp=8, ep=8), 4096) if c.parallelism == "ep"]
     assert sum(c.count for c in a2a) == 4 * moe.n_layers
@@ -482,3 +497,192 @@ def test_search_skips_interleaving_without_a_pipeline_and_ranks_at_the_requested
     layout = Layout(dp=16, microbatches=4, recompute="full", zero_stage=1)
     assert fp8[0].layout == layout
     assert fp8[0].step == step_time(cfg, layout, 2048, "H100", precision="fp8_tensor")["step"]
+
+
+# ------------------------------------------------------------------------ in-switch reduction (issue 26)
+def _switch_all_reduce(n: int, data: np.ndarray, algorithm: str) -> tuple[np.ndarray, list[int], list[int]]:
+    """All-reduce ``data[r]`` through a reducing switch, counting each GPU's bytes on its link.
+
+    ``nvls`` (NVLink SHARP): GPU ``r`` owns slice ``r``; it asks the switch for the sum of slice ``r``
+    (the switch reads slice ``r`` of every GPU: each GPU's link carries that slice out), receives
+    the sum, and stores it to the multicast address (out once; the switch writes it into every
+    GPU: each link carries it in). ``sharp``: each GPU sends its whole buffer up and receives the
+    sum."""
+    M = data.shape[1]
+    sent, received = [0] * n, [0] * n
+    out = np.zeros_like(data, dtype=float)
+    if algorithm == "sharp":
+        total = data.sum(axis=0)
+        for r in range(n):
+            sent[r] += M
+            received[r] += M
+            out[r] = total
+        return out, sent, received
+    slices = np.array_split(np.arange(M), n)
+    for owner, idx in enumerate(slices):
+        partial = np.zeros(len(idx))
+        for r in range(n):  # the switch reads slice `owner` from every GPU
+            partial += data[r, idx]
+            sent[r] += len(idx)
+        received[owner] += len(idx)  # the sum comes back to the owner
+        sent[owner] += len(idx)  # which multicasts it
+        for r in range(n):
+            out[r, idx] = partial
+            received[r] += len(idx)
+    return out, sent, received
+
+
+@pytest.mark.parametrize("algorithm", ["nvls", "sharp"])
+@pytest.mark.parametrize("n", [2, 4, 8])
+def test_in_switch_all_reduce_brute_force(algorithm, n):
+    rng = np.random.default_rng(n)
+    M = 24 * n
+    data = rng.standard_normal((n, M))
+    out, sent, received = _switch_all_reduce(n, data, algorithm)
+    assert np.allclose(out, data.sum(axis=0))
+    want = collective_bytes("all_reduce", n, M, algorithm)
+    assert sent == received == [want] * n
+    # less than the ring's 2 (n-1)/n M from n = 4 (NVLS: n + 1 < 2n - 2) or n = 3 (SHARP)
+    assert (want < collective_bytes("all_reduce", n, M)) == (n > (3 if algorithm == "nvls" else 2))
+    assert collective_steps("all_reduce", n, algorithm) == 2
+
+
+def test_in_switch_seconds_and_errors():
+    h100, M = accelerator("H100"), 10**9
+    assert collective_seconds("all_reduce", 8, M, "H100", algorithm="nvls") == pytest.approx(
+        2 * h100.scale_up.latency + 9 / 8 * M / h100.scale_up.bandwidth)
+    # SHARP over 2 nodes of 8: reduce-scatter and all-gather in the node, M/8 per GPU through the switches
+    up = 2 * 7 / 8 * M / h100.scale_up.bandwidth
+    out = M / 8 / h100.scale_out.bandwidth
+    assert collective_seconds("all_reduce", 16, M, "H100", algorithm="sharp") == pytest.approx(
+        2 * 7 * h100.scale_up.latency + 2 * h100.scale_out.latency + max(up, out))
+    with pytest.raises(ValueError, match="has none"):
+        collective_seconds("all_reduce", 8, M, "A100", algorithm="nvls")
+    with pytest.raises(ValueError, match="must fit in the 8 GPUs"):
+        collective_seconds("all_reduce", 16, M, "H100", algorithm="nvls")
+    with pytest.raises(ValueError, match="more than one"):
+        collective_seconds("all_reduce", 8, M, "H100", algorithm="sharp")
+    with pytest.raises(ValueError, match="algorithm='nvls' is defined for kind='all_reduce'"):
+        collective_bytes("reduce_scatter", 8, M, "nvls")
+    with pytest.raises(ValueError, match="algorithm='pairwise' is defined for kind='all_to_all'"):
+        collective_bytes("all_reduce", 8, M, "pairwise")
+
+
+def test_in_switch_options_reach_the_step():
+    """tp_algorithm / dp_algorithm change the collectives' algorithm and the predicted exposed time."""
+    cfg = preset("llama2-7b")
+    lay = Layout(tp=8, dp=4, microbatches=2)
+    nvls = [c for c in step_collectives(cfg, lay, 2048, tp_algorithm="nvls") if c.parallelism == "tp"]
+    assert {c.algorithm for c in nvls} == {"nvls"}
+    ring = communication_bytes(cfg, lay, 2048)["tp"]
+    assert communication_bytes(cfg, lay, 2048, tp_algorithm="nvls")["tp"] == pytest.approx(ring * (9 / 8) / (14 / 8))
+    kw = dict(efficiency=0.5, overlap=("dp", "cp", "pp"))
+    assert (step_time(cfg, lay, 2048, "H100", tp_algorithm="nvls", **kw)["exposed"]["tp"]
+            < step_time(cfg, lay, 2048, "H100", **kw)["exposed"]["tp"])
+    sharp = [c for c in step_collectives(cfg, Layout(dp=16), 2048, dp_algorithm="sharp") if c.parallelism == "dp"]
+    assert [(c.kind, c.algorithm) for c in sharp] == [("all_reduce", "sharp")]
+
+
+# ------------------------------------------------------------ TP plans, CP memory, ZeRO options (issue 26)
+@pytest.mark.parametrize("name", ["llama2-7b", "qwen2-0.5b", "phi-2"])
+def test_tp_backward_allreduces_count_transformers_colwise_modules(name):
+    """transformers' own plan: each 'colwise' entry of a layer reads the block input on its own."""
+    transformers = pytest.importorskip("transformers")
+    from llmmath.parallel import tp_backward_allreduces
+
+    cfg = preset(name)
+    family = {"llama2-7b": "llama", "qwen2-0.5b": "qwen2", "phi-2": "phi"}[name]
+    plan = transformers.AutoConfig.for_model(family).base_model_tp_plan
+    colwise = sum(1 for key, style in plan.items() if "layers.*." in key and style.startswith("colwise"))
+    assert tp_backward_allreduces(cfg, "transformers") == colwise
+    assert tp_backward_allreduces(cfg) == 2
+
+
+def test_cp_gathered_kv_of_llama3_405b():
+    """Issue 26: 'about 67 MB per layer for Llama 3 405B at 128K, t = 8': 8 KV heads of 128 for K and
+    V, 131,072 tokens, BF16, split over 8 tensor-parallel GPUs."""
+    from llmmath.parallel import cp_gathered_kv_bytes
+
+    l3 = preset("llama-3.1-405b")
+    assert (l3.n_kv_heads, l3.head_dim) == (8, 128)
+    assert cp_gathered_kv_bytes(l3, 1, 131072, 8) == 131072 * 2 * 8 * 128 * 2 // 8 == 67_108_864
+
+
+def test_hybrid_sharding_collectives():
+    """HSDP: ZeRO-3 over a shard group of 4, the reduced shards all-reduced over 2 replicas."""
+    cfg = _gpt()
+    P = stage_param_counts(cfg, Layout(dp=8))[0]["dense"]
+    lay = Layout(dp=8, zero_stage=3, shard_group=4, microbatches=3)
+    got = {(c.kind, c.group, c.message, c.count, c.phase, c.stride) for c in step_collectives(cfg, lay, 64)}
+    assert got == {("all_gather", 4, 2 * P, 3, "forward", 1), ("all_gather", 4, 2 * P, 3, "backward", 1),
+                   ("reduce_scatter", 4, 2 * P, 3, "backward", 1),
+                   ("all_reduce", 2, 2 * math.ceil(P / 4), 1, "step", 4)}
+    mem = memory_per_gpu(cfg, lay, 64)
+    assert mem["optimizer_states"] == 8 * math.ceil(P / 4)  # sharded over the 4, not the 8
+    with pytest.raises(ValueError, match="shard_group=3 must divide"):
+        Layout(dp=8, zero_stage=3, shard_group=3)
+    with pytest.raises(ValueError, match="needs zero_stage >= 1"):
+        Layout(dp=8, shard_group=4)
+
+
+def test_shard_grad_op_gathers_every_microbatch():
+    cfg = _gpt()
+    P = stage_param_counts(cfg, Layout(dp=4))[0]["dense"]
+    deepspeed = Layout(dp=4, zero_stage=2, microbatches=3)
+    fsdp = deepspeed.replace(reshard_after_backward=True)
+    ag = {(c.count, c.phase) for c in step_collectives(cfg, deepspeed, 64) if c.kind == "all_gather"}
+    assert ag == {(1, "step")}
+    ag = {(c.count, c.phase) for c in step_collectives(cfg, fsdp, 64) if c.kind == "all_gather"}
+    assert ag == {(3, "forward")}
+    assert memory_per_gpu(cfg, fsdp, 64) == memory_per_gpu(cfg, deepspeed, 64)  # whole parameters at the peak
+    # per micro-batch an all-gather and a reduce-scatter of the 2-byte model, (n-1)/n of it each
+    assert communication_bytes(cfg, fsdp, 64)["dp"] == pytest.approx(3 * 2 * (3 / 4) * 2 * P)
+    with pytest.raises(ValueError, match="needs zero_stage=2"):
+        Layout(dp=4, zero_stage=3, reshard_after_backward=True)
+
+
+def test_deepseek_v3_state_and_dualpipe_copies():
+    """DeepSeek-V3's run: BF16 parameters, FP32 gradients and master weights, BF16 Adam moments
+    (2 + 4 + 4 + 2 x 2 = 14 bytes per parameter), ZeRO-1; DualPipe holds two copies of a stage."""
+    cfg = _gpt(L=8)
+    lay = Layout(pp=2, dp=4, zero_stage=1, microbatches=4)
+    P = stage_param_counts(cfg, lay)[0]["dense"]
+    kw = dict(precision="mixed-fp32-main-grads", optimizer_bytes_per_value=2)
+    one = memory_per_stage(cfg, lay, 64, **kw)[0]
+    assert (one["parameters"], one["gradients"]) == (2 * P, 4 * P)
+    assert one["master_weights"] + one["optimizer_states"] == (4 + 4) * math.ceil(P / 4)
+    two = memory_per_stage(cfg, lay, 64, parameter_copies=2, **kw)[0]
+    assert (two["parameters"], two["gradients"]) == (4 * P, 8 * P)
+    # the copies are data-parallel replicas: ZeRO shards their master weights and moments over 2 x 4
+    assert two["master_weights"] + two["optimizer_states"] == (4 + 4) * math.ceil(2 * P / 8)
+    assert two["activations"] == one["activations"]
+
+
+def test_zero3_gathered_layers():
+    """ZeRO-3 holds its largest unit whole while computing, one more prefetched, and that unit's
+    whole gradient until it is reduce-scattered."""
+    cfg = _gpt(L=4, h=64, V=100)
+    h = cfg.hidden_size
+    layer = 12 * h * h + 13 * h  # a GPT layer: weights, biases, two LayerNorms
+    embed = (cfg.vocab_size + cfg.max_position) * h + 2 * h  # token and position tables, the final norm
+    assert stage_param_counts(cfg, Layout())[0]["dense"] == 4 * layer + embed
+    unit = max(layer, embed)
+    for prefetch in (0, 1, 2):
+        mem = memory_per_gpu(cfg, Layout(dp=4, zero_stage=3), 64, zero3_prefetch=prefetch)
+        assert mem["gathered"] == (1 + prefetch) * 2 * unit + 2 * unit
+    assert memory_per_gpu(cfg, Layout(dp=4, zero_stage=2), 64)["gathered"] == 0
+
+
+def test_interleaved_round_size():
+    """Megatron-LM's warm-up, 2 (p-1-r) + (v-1) N forwards, then the one that precedes the first
+    backward: N = p by default; each micro-batch more per round holds v - 1 more chunks."""
+    p, v = 16, 8
+    assert pipeline_in_flight(p, 32, "interleaved", v, 1) == 2 * (p - 2) + (v - 1) * p + 1 == 141
+    for N in (16, 32):
+        assert pipeline_in_flight(p, 32, "interleaved", v, 1, round_size=N) == 2 * (p - 2) + (v - 1) * N + 1
+    lay = Layout(pp=4, microbatches=10, schedule="interleaved", virtual_stages=2, round_size=5)
+    assert lay.round_size == 5
+    with pytest.raises(ValueError, match="round_size must lie in"):
+        Layout(pp=4, microbatches=8, schedule="interleaved", virtual_stages=2, round_size=3)
+    with pytest.raises(ValueError, match="needs schedule='interleaved'"):
+        Layout(pp=4, microbatches=8, round_size=4)
