@@ -266,3 +266,17 @@ def test_zero_collectives_and_windows(measured, n, stage):
     for res in measured[n]:
         got = Counter((r["op"], r["microbatch"], r["backward"], r["bytes"]) for r in res["zero"][f"zero{stage}"])
         assert got == expected
+
+
+# ------------------------------------------------------------------------- the chapter's record
+def test_chapter_record_is_current(measured):
+    """The chapter *parallelism* shows these measurements from ``distributed_record.json`` instead
+    of starting process groups: the file must be what the checks measure now (``LLMMATH_RECORD=1``
+    rewrites it). It fails as soon as one measured number differs, e.g. a changed model shape."""
+    import os
+
+    import distributed_record
+
+    if os.environ.get("LLMMATH_RECORD"):
+        distributed_record.write(measured)
+    assert distributed_record.record(measured) == distributed_record.load()
