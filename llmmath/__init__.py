@@ -21,6 +21,9 @@ module              chapter
 ``optim``           optimizer update rules and their state
 ``scaling``         scaling laws and compute-optimal training
 ``parallel``        splitting a training step across GPUs: collectives, layouts, memory
+``context_parallel`` context parallelism: causal load balance, the gathered keys and values
+``moe_parallel``    expert parallelism: where a token's copies travel (node-limited, hierarchical)
+``sharding``        ZeRO/FSDP padding, the FSDP x TP split, the memory a GPU keeps free
 ``steptime``        the time of a training step: the bound and the calibrated prediction
 ``calibration``     published measured runs and the step-time model's fitted constants
 ``planning``        planning a training run and its serving end to end (``plan``, ``serve``)
@@ -48,6 +51,7 @@ from . import (
     calibration,
     chain,
     config,
+    context_parallel,
     errata,
     flops,
     hardware,
@@ -55,12 +59,14 @@ from . import (
     matmul,
     memory,
     mlp,
+    moe_parallel,
     optim,
     parallel,
     params,
     planning,
     presets,
     scaling,
+    sharding,
     steptime,
     units,
 )
@@ -69,6 +75,7 @@ from .calibration import *  # noqa: F403
 from .chain import *  # noqa: F403
 from .check import *  # noqa: F403
 from .config import *  # noqa: F403
+from .context_parallel import *  # noqa: F403
 from .errata import *  # noqa: F403
 from .flops import *  # noqa: F403
 from .hardware import *  # noqa: F403
@@ -76,12 +83,14 @@ from .inference import *  # noqa: F403
 from .matmul import *  # noqa: F403
 from .memory import *  # noqa: F403
 from .mlp import *  # noqa: F403
+from .moe_parallel import *  # noqa: F403
 from .optim import *  # noqa: F403
 from .parallel import *  # noqa: F403
 from .params import *  # noqa: F403
 from .planning import *  # noqa: F403
 from .presets import *  # noqa: F403
 from .scaling import *  # noqa: F403
+from .sharding import *  # noqa: F403
 from .steptime import *  # noqa: F403
 from .units import *  # noqa: F403
 
@@ -90,7 +99,7 @@ __version__ = "0.1.0"
 #: The modules whose public names make up the top level, in the book's order.
 MODULES = (
     config, presets, matmul, chain, mlp, params, flops, hardware, memory, inference, units, optim, scaling, parallel,
-    steptime, calibration, planning, errata,
+    context_parallel, moe_parallel, sharding, steptime, calibration, planning, errata,
     _check_module,
 )
 

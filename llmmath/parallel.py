@@ -51,15 +51,16 @@ __all__ = [
     "stage_activation_bytes",
     "memory_per_stage",
     "memory_per_gpu",
-    "cp_gathered_kv_bytes",
     "Collective",
     "TP_PLANS",
     "CP_STYLES",
     "tp_backward_allreduces",
+    "EP_DISPATCH",
     "step_collectives",
     "communication_bytes",
     "communication_seconds",
     "tp_comm_compute_ratio",
+    "tp_layer_comm_ratio",
     "balanced_stage_layers",
 ]
 
@@ -325,7 +326,14 @@ class Layout:
     - ``reshard_after_backward`` (ZeRO-2 only): the parameters are sharded again after each
       micro-batch's backward and all-gathered in the next forward (FSDP's ``SHARD_GRAD_OP``), instead
       of staying whole until the optimizer step (DeepSpeed's ZeRO-2, FSDP2 with
-      ``set_reshard_after_backward(False)``).
+      ``set_reshard_after_backward(False)``);
+    - ``expert_tp``: the tensor-parallel degree of the routed experts (Megatron-LM's
+      ``expert_tensor_parallel_size``, "MoE parallel folding"); 0 means ``tp``. The experts' weights
+      are then replicated over ``tp dp cp / (ep expert_tp)`` ranks (:attr:`expert_dp`), ZeRO's group for
+      them;
+    - ``capacity_factor`` (>= 1): the routing imbalance, the tokens of the busiest expert-parallel
+      rank over the mean (or the capacity of a token-dropping router, padded): its expert compute,
+      its expert activations and the all-to-all bytes it receives scale by it.
 
     ``ep`` divides ``dp`` (the experts of a layer are spread over ``ep`` of the data-parallel
     ranks; each expert is replicated on ``dp * cp / ep`` GPUs). Validated on construction; what
@@ -350,6 +358,8 @@ class Layout:
     round_size: int = 0
     shard_group: int = 0
     reshard_after_backward: bool = False
+    expert_tp: int = 0
+    capacity_factor: float = 1.0
 
     def __post_init__(self) -> None:
         for name in ("tp", "pp", "dp", "cp", "ep", "microbatch_size", "microbatches", "virtual_stages"):
@@ -366,16 +376,23 @@ class Layout:
         if self.shard_group:
             if self.zero_stage == 0:
                 raise ValueError("shard_group needs zero_stage >= 1 (it is the group ZeRO shards over)")
-            if (self.dp * self.cp // self.ep) % self.shard_group:
-                raise ValueError(f"shard_group={self.shard_group} must divide the data-parallel ranks that hold the "
-                                 f"same experts, dp * cp / ep = {self.dp * self.cp // self.ep}")
+            if self.expert_dp % self.shard_group or (self.dp * self.cp) % self.shard_group:
+                raise ValueError(f"shard_group={self.shard_group} must divide dp * cp = {self.dp * self.cp} and the "
+                                 f"ranks that hold the same experts, {self.expert_dp}")
         if self.reshard_after_backward and self.zero_stage != 2:
             raise ValueError("reshard_after_backward describes ZeRO-2 (FSDP's SHARD_GRAD_OP): it needs zero_stage=2")
         check_choice("recompute", self.recompute, RECOMPUTE_MODES)
         check_choice("schedule", self.schedule, SCHEDULES)
-        if self.dp % self.ep:
+        check_int("expert_tp", self.expert_tp, minimum=0)
+        cap = check_positive("capacity_factor", self.capacity_factor)
+        if cap < 1:
+            raise ValueError(f"capacity_factor is the busiest rank's tokens over the mean: >= 1, got {cap}")
+        if self.expert_tp == 0 and self.dp % self.ep:
             raise ValueError(f"ep={self.ep} must divide dp={self.dp} (expert parallelism splits the "
                              "data-parallel ranks)")
+        if self.expert_tp and (self.tp * self.dp * self.cp) % (self.ep * self.expert_tp):
+            raise ValueError(f"ep * expert_tp = {self.ep * self.expert_tp} must divide tp * dp * cp = "
+                             f"{self.tp * self.dp * self.cp} (the experts fold over the same GPUs)")
         _check_schedule(self.pp, self.microbatches, self.schedule, self.virtual_stages, self.round_size)
         if not isinstance(self.stage_layers, tuple):
             raise TypeError(f"stage_layers must be a tuple of ints, got {type(self.stage_layers).__name__}")
@@ -390,6 +407,12 @@ class Layout:
     def n_gpus(self) -> int:
         """``tp * pp * dp * cp``."""
         return self.tp * self.pp * self.dp * self.cp
+
+    @property
+    def expert_dp(self) -> int:
+        """Ranks that hold the same routed experts: ``tp dp cp / (ep expert_tp)`` (``dp cp / ep`` when
+        the experts are split like the rest, ``expert_tp = tp``)."""
+        return self.tp * self.dp * self.cp // (self.ep * (self.expert_tp or self.tp))
 
     @property
     def zero_group(self) -> int:
@@ -483,9 +506,13 @@ def check_layout(cfg: TransformerConfig, layout: Layout, seq: int | None = None)
     t = layout.tp
     dims = [("n_heads", cfg.n_heads), ("n_kv_heads", cfg.n_kv_heads), ("ffn_size", cfg.ffn_size)]
     if cfg.is_moe:
-        dims.append(("expert_ffn_size", cfg.expert_ffn_size))
         if cfg.shared_ffn_size:
             dims.append(("shared_ffn_size", cfg.shared_ffn_size))
+        if cfg.expert_ffn_size % (layout.expert_tp or t):
+            name = "expert_tp" if layout.expert_tp else "tp"
+            raise ValueError(f"{name}={layout.expert_tp or t} must divide expert_ffn_size={cfg.expert_ffn_size}")
+    elif layout.expert_tp or layout.capacity_factor != 1:
+        raise ValueError(f"expert_tp and capacity_factor describe experts; {cfg.name!r} has none")
     for name, dim in dims:
         if dim % t:
             raise ValueError(f"tp={t} must divide {name}={dim}")
@@ -599,9 +626,10 @@ def _vocab_shard(cfg: TransformerConfig, t: int) -> int:
 
 
 @lru_cache(maxsize=256)
-def _layer_params_per_gpu(cfg: TransformerConfig, spec: LayerSpec, t: int, ep: int) -> tuple[int, int]:
+def _layer_params_per_gpu(cfg: TransformerConfig, spec: LayerSpec, t: int, ep: int,
+                          etp: int = 0) -> tuple[int, int]:
     """(non-expert, routed-expert) parameters of one layer on one GPU under Megatron-LM's tensor
-    parallelism ``t`` and expert parallelism ``ep``."""
+    parallelism ``t``, expert parallelism ``ep`` and expert tensor parallelism ``etp`` (0: ``t``)."""
     from .params import _attention, _mlp_weights, _norm_size
 
     h = cfg.hidden_size
@@ -616,7 +644,7 @@ def _layer_params_per_gpu(cfg: TransformerConfig, spec: LayerSpec, t: int, ep: i
     norms = cfg.norms_per_layer * _norm_size(cfg)
     n_in = 2 if cfg.ffn_kind == "gated" else 1
 
-    def mlp(width: int) -> int:
+    def mlp(width: int, t: int = t) -> int:
         weights, _ = _mlp_weights(cfg, width, False)
         return weights // t + ((n_in * width // t + h) if cfg.mlp_bias else 0)
 
@@ -624,7 +652,7 @@ def _layer_params_per_gpu(cfg: TransformerConfig, spec: LayerSpec, t: int, ep: i
         return attn + norms + mlp(cfg.ffn_size), 0
     router = h * cfg.n_experts + cfg.n_experts * cfg.router_bias + h * cfg.shared_expert_gate
     shared = mlp(cfg.shared_ffn_size) if cfg.shared_ffn_size else 0
-    return attn + norms + router + shared, cfg.n_experts // ep * mlp(cfg.expert_ffn_size)
+    return attn + norms + router + shared, cfg.n_experts // ep * mlp(cfg.expert_ffn_size, etp or t)
 
 
 def stage_param_counts(cfg: TransformerConfig, layout: Layout) -> list[dict[str, int]]:
@@ -636,18 +664,19 @@ def stage_param_counts(cfg: TransformerConfig, layout: Layout) -> list[dict[str,
     output matrices (``ceil(V/t) e`` each; Megatron-LM pads ``V`` further to a multiple of
     ``128 t``); norms, routers and learned position embeddings are replicated; MLA's two down
     projections and their norms are replicated. Expert parallelism gives each GPU
-    ``n_experts / ep`` routed experts (``expert``), each split by ``t``. The first stage holds the
+    ``n_experts / ep`` routed experts (``expert``), each split by ``expert_tp`` (default ``t``). The
+    first stage holds the
     embeddings, the last the final norm, the output matrix (a second copy of a tied embedding when
     ``pp > 1``) and a pooler. Derived in chapter :doc:`/chapters/parallelism`.
     """
     check_layout(cfg, layout)
     return [dict(d) for d in _stage_params(cfg, layout.tp, layout.ep, layout.pp, layout.virtual_stages,
-                                           layout.stage_layers, _style(layout.schedule))]
+                                           layout.stage_layers, _style(layout.schedule), layout.expert_tp)]
 
 
 @lru_cache(maxsize=1024)
 def _stage_params(cfg: TransformerConfig, t: int, ep: int, pp: int, v: int,
-                  stage_layers: tuple[int, ...], style: str = "loop") -> tuple[dict[str, int], ...]:
+                  stage_layers: tuple[int, ...], style: str = "loop", etp: int = 0) -> tuple[dict[str, int], ...]:
     from .params import param_breakdown
 
     bd = param_breakdown(cfg)
@@ -663,7 +692,7 @@ def _stage_params(cfg: TransformerConfig, t: int, ep: int, pp: int, v: int,
     for r, layers in enumerate(_stage_layers(cfg.n_layers, pp, v, stage_layers, style)):
         dense = expert = 0
         for i in layers:
-            d, e = _layer_params_per_gpu(cfg, specs[i], t, ep)
+            d, e = _layer_params_per_gpu(cfg, specs[i], t, ep, etp)
             dense, expert = dense + d, expert + e
         dense += (first if r == 0 else 0) + (last if r == chunk_gpu(pp * v - 1, pp, style) else 0)
         out.append({"dense": dense, "expert": expert})
@@ -750,19 +779,20 @@ def pipeline_in_flight(pp: int, microbatches: int, schedule: str = "1f1b", virtu
 # ---------------------------------------------------------------------------------------------
 
 
-def _dense_equivalent(cfg: TransformerConfig) -> TransformerConfig:
-    """A mixture-of-experts layer's activations as those of a dense MLP of width ``k d_e + d_s``."""
+def _dense_equivalent(cfg: TransformerConfig, capacity: float = 1.0) -> TransformerConfig:
+    """A mixture-of-experts layer's activations as those of a dense MLP of width ``C k d_e + d_s``."""
+    width = round(capacity * cfg.experts_per_token * cfg.expert_ffn_size) + cfg.shared_ffn_size
     return cfg.replace(
         n_experts=0, experts_per_token=0, shared_ffn_size=0, shared_expert_gate=False, router_bias=False,
-        mlp_types=(), expert_ffn_size=None, ffn_size=cfg.experts_per_token * cfg.expert_ffn_size + cfg.shared_ffn_size,
+        mlp_types=(), expert_ffn_size=None, ffn_size=width,
     )
 
 
 @lru_cache(maxsize=1024)
 def _layer_activation(cfg: TransformerConfig, mlp: str, b: int, s: int, cp: int, t: int, sp: bool,
                       recompute: str, flash: bool, dropout: bool, B: int, sp_saves_gathered: bool,
-                      cp_kv: bool = False) -> int:
-    kind = _dense_equivalent(cfg) if mlp == "moe" else cfg
+                      cp_kv: bool = False, capacity: float = 1.0) -> int:
+    kind = _dense_equivalent(cfg, capacity) if mlp == "moe" else cfg
     sl = s // cp
     out = activation_bytes(kind, b, sl, bytes_per_value=B, recompute=recompute, flash_attention=flash,
                            dropout=dropout, tensor_parallel=t, sequence_parallel=sp)
@@ -772,25 +802,10 @@ def _layer_activation(cfg: TransformerConfig, mlp: str, b: int, s: int, cp: int,
     if sp and sp_saves_gathered and recompute != "full":  # the gathered qkv and fc1 inputs, whole
         total += 2 * (t - 1) * B * b * sl * cfg.hidden_size // t
     if cp > 1 and cp_kv and recompute != "full":  # the all-gathered keys and values, less the local shard
+        from .context_parallel import cp_gathered_kv_bytes
+
         total += (cp - 1) * cp_gathered_kv_bytes(cfg, b, s, t, B) // cp
     return total
-
-
-def cp_gathered_kv_bytes(cfg: TransformerConfig, batch: int, seq: int, tp: int = 1, bytes_per_value: int = 2) -> int:
-    """Bytes of one layer's all-gathered keys and values on one GPU, ``b s (d_kv + d_v) B / t``:
-    what all-gather context parallelism (``cp_style="all_gather"``) keeps for the backward pass
-    when the attention saves its inputs (PyTorch 2.13's all-gather style does). The local
-    ``1/cp`` share is the layer's own keys and values, which :func:`llmmath.memory.activation_bytes`
-    already counts, so a GPU holds ``(cp-1)/cp`` of this more per layer and micro-batch in flight
-    (:func:`stage_activation_bytes`); re-gathering in the backward (``cp_style="ring"``) trades
-    it for an all-gather more. Derived in chapter :doc:`/chapters/parallelism`.
-    """
-    cfg = _check_cfg(cfg)
-    b, s, t = check_int("batch", batch), check_int("seq", seq), check_int("tp", tp)
-    B = check_int("bytes_per_value", bytes_per_value)
-    if cfg.n_kv_heads % t:
-        raise ValueError(f"tp={t} must divide n_kv_heads={cfg.n_kv_heads}")
-    return b * s * (cfg.kv_dim + cfg.v_dim) * B // t
 
 
 def stage_activation_bytes(
@@ -803,8 +818,9 @@ def stage_activation_bytes(
     :func:`llmmath.memory.activation_bytes` at ``s / cp`` tokens (tensor and sequence parallelism,
     recomputation as in the layout; with context parallelism and stored scores, a local query's
     ``s`` keys make the score terms ``cp`` times larger); a mixture-of-experts layer is counted as a
-    dense MLP of width ``k d_e + d_s`` (the tokens of an expert-parallel GPU are as many as its own,
-    on average). The first stage adds the embedding dropout mask (``sbh``, if ``dropout``), the
+    dense MLP of width ``C k d_e + d_s`` (the tokens of an expert-parallel GPU are as many as its own
+    on average; ``C`` the layout's ``capacity_factor`` on the busiest one). The first stage adds
+    the embedding dropout mask (``sbh``, if ``dropout``), the
     last the final norm's and output layer's inputs (``2 x 2sbh``) and FP32 logits (``4sbV/t``);
     the ``sbh`` terms are divided by ``t`` with sequence parallelism. These are multiplied by the
     micro-batches in flight (:func:`pipeline_in_flight`, per chunk: ``1/v`` of the stage).
@@ -812,7 +828,8 @@ def stage_activation_bytes(
     (whole-sequence) inputs of the QKV and first MLP projections instead of re-gathering them in
     the backward pass as Megatron-LM does: ``2 (t-1)/t x 2sbh`` more per layer. With context
     parallelism in the ``all_gather`` style (:data:`CP_STYLES`) each layer also keeps the
-    all-gathered keys and values, ``(cp-1)/cp`` of :func:`cp_gathered_kv_bytes` more.
+    all-gathered keys and values, ``(cp-1)/cp`` of
+    :func:`llmmath.context_parallel.cp_gathered_kv_bytes` more.
     Derived in chapter :doc:`/chapters/parallelism`.
     """
     cfg, layout = _check_cfg(cfg), _check_layout_type(layout)
@@ -826,7 +843,8 @@ def stage_activation_bytes(
     b, t, cp, sp, v = layout.microbatch_size, layout.tp, layout.cp, layout.sequence_parallel, layout.virtual_stages
     layers = pipeline_stage_layers(cfg, layout)[r]
     kv = cp_style == "all_gather"
-    per_mb = sum(n * _layer_activation(cfg, spec.mlp, b, s, cp, t, sp, layout.recompute, flash, drop, B, sp_g, kv)
+    per_mb = sum(n * _layer_activation(cfg, spec.mlp, b, s, cp, t, sp, layout.recompute, flash, drop, B, sp_g, kv,
+                                       layout.capacity_factor)
                  for spec, n in _spec_counts(cfg, layers).items())
     sbh = b * (s // cp) * cfg.hidden_size // (t if sp else 1)
     if r == 0 and drop:
@@ -868,7 +886,7 @@ def memory_per_stage(
     prefetch = check_int("zero3_prefetch", zero3_prefetch, minimum=0)
     params = stage_param_counts(cfg, layout)
     n_dense = layout.shard_group or layout.dp * layout.cp
-    n_expert = layout.shard_group or layout.dp * layout.cp // layout.ep
+    n_expert = layout.shard_group or layout.expert_dp
     out = []
     for r, p in enumerate(params):
         row = dict.fromkeys(MEMORY_KEYS, 0)
@@ -895,7 +913,7 @@ def _largest_unit(cfg: TransformerConfig, layout: Layout, r: int, stage_params: 
     stage holds besides its layers (embeddings, final norm, output layer)."""
     layers = pipeline_stage_layers(cfg, layout)[r]
     specs = _specs(cfg)
-    sizes = [sum(_layer_params_per_gpu(cfg, specs[i], layout.tp, layout.ep)) for i in layers]
+    sizes = [sum(_layer_params_per_gpu(cfg, specs[i], layout.tp, layout.ep, layout.expert_tp)) for i in layers]
     return max(sizes + [stage_params - sum(sizes)])
 
 
@@ -943,6 +961,10 @@ TP_PLANS: tuple[str, ...] = ("megatron", "transformers")
 #: ``ulysses`` (DeepSpeed-Ulysses: all-to-alls turn the sequence shards of the queries, keys and
 #: values into head shards before attention and the output back after it).
 CP_STYLES: tuple[str, ...] = ("all_gather", "ring", "ulysses")
+#: How expert parallelism dispatches tokens: ``all_to_all`` (one copy per token and expert) or
+#: ``hierarchical`` (across the network at most once per target node, then over NVLink:
+#: :func:`llmmath.moe_parallel.expected_dispatch_copies`).
+EP_DISPATCH: tuple[str, ...] = ("all_to_all", "hierarchical")
 _ALLREDUCE_ALGORITHMS = ("ring", "tree", "nvls", "sharp")
 
 
@@ -975,6 +997,7 @@ def step_collectives(
     cfg: TransformerConfig, layout: Layout, seq: int, *, stage: int | None = None, precision: str = "mixed",
     bytes_per_value: int = 2, sp_saves_gathered: bool = False, tp_plan: str = "megatron",
     cp_style: str = "all_gather", tp_algorithm: str = "ring", dp_algorithm: str = "ring",
+    ep_dispatch: str = "all_to_all", max_nodes: int | None = None, gpus_per_node: int = 8,
 ) -> list[Collective]:
     """Every collective one GPU of pipeline stage ``stage`` (default: the stage with the most
     layers) takes part in during one training step, counted per kind.
@@ -995,8 +1018,13 @@ def step_collectives(
       all-to-alls in each pass, of the local queries, keys, values and attention output (``b s'
       d B / t`` with ``d`` their widths; the heads must split over ``t cp``).
     - **ep**: per MoE layer and micro-batch, all-to-all dispatch and combine of the ``k`` copies of
-      each local token (``b s' k h B``, divided by ``t`` with sequence parallelism) in the forward
-      and again in the backward.
+      each local token (``b s' k h B``, divided by ``t`` with sequence parallelism, times the
+      ``capacity_factor``: what the busiest GPU receives) in the forward and again in the backward.
+      ``ep_dispatch="hierarchical"`` (DeepSeek-V3, DeepEP) replaces each by two all-to-alls: one over
+      the ``N`` nodes (between GPUs of the same index, ``gpus_per_node`` apart) carrying the
+      expected network copies of :func:`llmmath.moe_parallel.expected_dispatch_copies` (routing
+      limited to ``max_nodes`` nodes), one in the node carrying the NVLink copies (their messages
+      ``n/(n-1)`` times the bytes sent, so that :func:`collective_bytes` gives them).
     - **pp**: a p2p send of the activations (``b s' h B``, ``/t`` with sequence parallelism) per
       chunk boundary that crosses to another GPU and micro-batch forward, and of their gradients
       backward (the turn of a V schedule stays on its GPU).
@@ -1060,11 +1088,13 @@ def step_collectives(
         if cp_style == "ring":
             add("cp", "all_gather", cp, kv, per_layer, "backward", t)
         add("cp", "reduce_scatter", cp, kv, per_layer, "backward", t)
+    check_choice("ep_dispatch", ep_dispatch, EP_DISPATCH)
     if n_moe:
         tokens = b * sl // (t if sp else 1)
-        a2a = tokens * cfg.experts_per_token * h * B
-        add("ep", "all_to_all", ep, a2a, (2 + redo) * n_moe * m, "forward", t * cp)
-        add("ep", "all_to_all", ep, a2a, 2 * n_moe * m, "backward", t * cp)
+        a2a = round(tokens * cfg.experts_per_token * h * B * layout.capacity_factor)
+        for group, message, stride in _ep_groups(cfg, layout, a2a, ep_dispatch, max_nodes, gpus_per_node):
+            add("ep", "all_to_all", group, message, (2 + redo) * n_moe * m, "forward", stride)
+            add("ep", "all_to_all", group, message, 2 * n_moe * m, "backward", stride)
     p2p = act // (t if sp or layout.scatter_gather else 1)
     style, chunks = _style(layout.schedule), pp * v
     mine = [k for k in range(chunks) if chunk_gpu(k, pp, style) == r]
@@ -1074,7 +1104,7 @@ def step_collectives(
     add("pp", "p2p", 2, p2p, sends_bwd * m, "backward", t * cp * layout.dp)
     p_bytes, g_bytes = _COMM_BYTES[precision]
     params = stage_param_counts(cfg, layout)[r]
-    groups = ((params["dense"], layout.dp * cp, t), (params["expert"], layout.dp * cp // ep, t * ep))
+    groups = ((params["dense"], layout.dp * cp, t), (params["expert"], layout.expert_dp, t * ep))
     z = layout.zero_stage
     for count, group, stride in groups:
         if z == 0:
@@ -1091,6 +1121,31 @@ def step_collectives(
             add("dp", "all_gather", S, weights, 1, "step", stride)
         elif z == 2:
             add("dp", "all_gather", S, weights, m, "forward", stride)
+    return out
+
+
+def _ep_groups(cfg: TransformerConfig, layout: Layout, a2a: int, dispatch: str, max_nodes: int | None,
+               gpus_per_node: int) -> list[tuple[int, int, int]]:
+    """(group, message, stride) of the dispatch all-to-alls of one MoE layer (see step_collectives)."""
+    from .moe_parallel import expected_dispatch_copies
+
+    ep, inner = layout.ep, layout.tp * layout.cp
+    if dispatch == "all_to_all":
+        return [(ep, a2a, inner)]
+    g_node = check_int("gpus_per_node", gpus_per_node)
+    if g_node % inner:
+        raise ValueError(f"tp * cp = {inner} must divide gpus_per_node={g_node}")
+    g = min(ep, g_node // inner)
+    if ep % g:
+        raise ValueError(f"the {g} expert-parallel GPUs of a node must divide ep={ep}")
+    N = ep // g
+    copies = expected_dispatch_copies(cfg.n_experts, cfg.experts_per_token, N, g, max_nodes=max_nodes)
+    per_copy = a2a / cfg.experts_per_token
+    out = []
+    if N > 1:
+        out.append((N, round(per_copy * copies["scale_out"] * N / (N - 1)), g * inner))
+    if g > 1:
+        out.append((g, round(per_copy * copies["scale_up"] * g / (g - 1)), inner))
     return out
 
 
@@ -1158,6 +1213,44 @@ def tp_comm_compute_ratio(
     if chosen is None:
         raise ValueError(f"gpu {spec.name!r} has no {link} link in llmmath.hardware")
     return (t - 1) * B * gpu_peak_flops(spec, precision) / (9 * h * chosen.bandwidth)
+
+
+def tp_layer_comm_ratio(
+    cfg: TransformerConfig, tp: int, gpu: str | Accelerator, tokens: int, *, tp_per_node: int | None = None,
+    algorithm: str = "ring", latency: bool = True, bytes_per_value: int = 2, precision: str = "bf16_tensor",
+) -> float:
+    """Time of one dense layer's tensor-parallel all-reduces over the time of its weight products,
+    on ``tokens`` tokens: ``4 x collective_seconds(all_reduce, t, T h B) / (6 W_L T / (t F))``.
+
+    ``W_L`` is the layer's weight matrices (Llama 3 70B: ``12.75 h^2``, GQA's smaller K and V and
+    the 3.5h-wide SwiGLU; a GPT layer ``12 h^2``), the forward and backward of its products ``6 W_L
+    T / t`` FLOPs at the peak ``F``; the 4 all-reduces of ``T h B`` bytes follow the link model of
+    :func:`collective_link_seconds`: the ``t`` ranks are spread ``tp_per_node`` per scale-up domain
+    (default: all in one when they fit), the bytes that leave a domain shared among its GPUs' NICs,
+    both links in parallel; ``latency=False`` drops the ``steps x alpha`` term (then ``tokens``
+    cancels). :func:`tp_comm_compute_ratio` is its closed form for a GPT layer on one link.
+    Derived in chapter :doc:`/chapters/parallelism`.
+    """
+    from .flops import flops_breakdown
+
+    cfg = _check_cfg(cfg)
+    t, T = check_int("tp", tp), check_int("tokens", tokens)
+    spec = accelerator(gpu)
+    B = check_int("bytes_per_value", bytes_per_value)
+    check_bool("latency", latency)
+    k = min(t, spec.domain_size) if tp_per_node is None else check_int("tp_per_node", tp_per_node, maximum=t)
+    if t % k or k > spec.domain_size:
+        raise ValueError(f"tp_per_node must divide tp={t} and fit in a {spec.domain_size}-GPU domain, got {k}")
+    dense = next((spec_ for spec_ in cfg.layers if spec_.mlp == "dense"), None)
+    if dense is None:
+        raise ValueError(f"{cfg.name!r} has no dense layer")
+    one = cfg.replace(n_layers=1, attention_types=(dense.attention,), mlp_types=("dense",) if cfg.is_moe else ())
+    bd = flops_breakdown(one, T, 1)
+    linear = sum(bd[key] for key in ("q_proj", "k_proj", "v_proj", "o_proj", "mlp_gate", "mlp_up", "mlp_down"))
+    compute = 3 * linear / t / gpu_peak_flops(spec, precision)
+    lat, up, out = collective_link_seconds("all_reduce", t, T * cfg.hidden_size * B, spec, algorithm=algorithm,
+                                           span=t * spec.domain_size // k)
+    return 4 * ((lat if latency else 0.0) + max(up, out)) / compute
 
 
 # ---------------------------------------------------------------------------------------------

@@ -44,10 +44,11 @@ from .parallel import (
     memory_per_gpu,
 )
 from .params import active_param_count, param_breakdown, param_count
+from .sharding import MEMORY_RESERVE
 from .steptime import MFU_CONVENTION, model_flops, search_layouts, step_time
 from .units import bytes_for
 
-__all__ = ["MEMORY_RESERVE", "training_run", "layout_for", "search_training_runs", "serving_run"]
+__all__ = ["training_run", "layout_for", "search_training_runs", "serving_run"]
 
 def _check_cfg(cfg: Any) -> TransformerConfig:
     if not isinstance(cfg, TransformerConfig):
@@ -68,10 +69,6 @@ def _global_batch(layout_dp: int, microbatch_size: int, seq: int, global_batch_t
     return max(1, round(global_batch_tokens / (seq * layout_dp * microbatch_size)))
 
 
-#: Share of each GPU's memory a plan keeps free: the CUDA context and NCCL's buffers (a few GB) and
-#: the caching allocator's fragmentation (several percent of what is allocated). A layout "fits"
-#: when its busiest GPU needs at most ``(1 - MEMORY_RESERVE)`` of the memory.
-MEMORY_RESERVE = 0.10
 
 
 def _time_and_cost(cfg: TransformerConfig, layout: Layout, seq: int, tokens: float, gpu: Any, *,

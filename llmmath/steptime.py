@@ -102,6 +102,7 @@ from .parallel import (
     stage_param_counts,
     step_collectives,
 )
+from .sharding import MEMORY_RESERVE
 
 __all__ = [
     "MODES",
@@ -391,6 +392,18 @@ def _layer_classes(cfg: TransformerConfig, spec: LayerSpec, b: int, s: int) -> t
     return sum(bd[k] for k in LAYER_KEYS) - scores - values, scores, values
 
 
+@lru_cache(maxsize=4096)
+def _expert_flops(cfg: TransformerConfig, spec: LayerSpec, b: int, s: int) -> int:
+    """Forward FLOPs of one layer's routed experts (0 for a dense layer)."""
+    from .flops import flops_breakdown
+
+    if spec.mlp != "moe":
+        return 0
+    one = cfg.replace(n_layers=1, attention_types=(spec.attention,), mlp_types=("moe",))
+    bd = flops_breakdown(one, b, s)
+    return bd["mlp_gate"] + bd["mlp_up"] + bd["mlp_down"]
+
+
 @lru_cache(maxsize=256)
 def _head(cfg: TransformerConfig, b: int, s: int) -> int:
     from .flops import flops_breakdown
@@ -407,6 +420,7 @@ class _Chunk(NamedTuple):
     head: int
     full: bool  # full recomputation
     act: int  # bytes of the activations the chunk's layers save, per GPU (the non-matmul kernels' traffic unit)
+    imbalance: int = 0  # the busiest expert-parallel GPU's extra expert FLOPs, (capacity_factor - 1) x experts
 
 
 class _Comm(NamedTuple):
@@ -454,7 +468,7 @@ def _spec_key(spec: Accelerator) -> tuple:
 
 def _ingredients(cfg: TransformerConfig, layout: Layout, s: int, spec: Accelerator, precision: str,
                  state_precision: str, bytes_per_value: int, sp_saves_gathered: bool, flash: bool,
-                 optimizer: str, comm: tuple[str, str, str] = ("all_gather", "ring", "ring")) -> _Ingredients:
+                 optimizer: str, comm: tuple = ("all_gather", "ring", "ring", "all_to_all", None)) -> _Ingredients:
     key = (cfg, layout, s, _spec_key(spec), precision, state_precision, bytes_per_value, sp_saves_gathered, flash,
            optimizer, comm)
     hit = _CACHE.get(key)
@@ -468,7 +482,7 @@ def _ingredients(cfg: TransformerConfig, layout: Layout, s: int, spec: Accelerat
 
 def _make_ingredients(cfg: TransformerConfig, layout: Layout, s: int, spec: Accelerator, precision: str,
                       state_precision: str, bytes_per_value: int, sp_saves_gathered: bool, flash: bool,
-                      optimizer: str, comm: tuple[str, str, str]) -> _Ingredients:
+                      optimizer: str, comm: tuple) -> _Ingredients:
     p, v, m, b = layout.pp, layout.virtual_stages, layout.microbatches, layout.microbatch_size
     style = _style(layout.schedule)
     n_chunks = p * v
@@ -478,19 +492,21 @@ def _make_ingredients(cfg: TransformerConfig, layout: Layout, s: int, spec: Acce
     from .parallel import _layer_activation
 
     for k in range(n_chunks):
-        lin = sc = va = act = 0
+        lin = sc = va = act = extra = 0
         for spec_, count in _spec_counts(cfg, tuple(range(starts[k], starts[k] + sizes[k]))).items():
             a, bb, c = _layer_classes(cfg, spec_, b, s)
             lin, sc, va = lin + count * a, sc + count * bb, va + count * c
+            if layout.capacity_factor != 1:
+                extra += round(count * (layout.capacity_factor - 1) * _expert_flops(cfg, spec_, b, s))
             act += count * _layer_activation(cfg, spec_.mlp, b, s, layout.cp, layout.tp, layout.sequence_parallel,
                                              "none", flash, False, bytes_per_value, False)
         head = _head(cfg, b, s) if k == n_chunks - 1 else 0
-        chunks.append(_Chunk(chunk_gpu(k, p, style), lin, sc, va, head, layout.recompute == "full", act))
+        chunks.append(_Chunk(chunk_gpu(k, p, style), lin, sc, va, head, layout.recompute == "full", act, extra))
     comms, opt = [], []
     hop = (0.0, 0.0, 0.0)
     params = stage_param_counts(cfg, layout)
     n_dense = layout.shard_group or layout.dp * layout.cp
-    n_expert = layout.shard_group or layout.dp * layout.cp // layout.ep
+    n_expert = layout.shard_group or layout.expert_dp
     stage_layers = _stage_layers(cfg.n_layers, p, v, layout.stage_layers, style)
     last = chunk_gpu(n_chunks - 1, p, style)
     memo: dict[tuple, tuple[tuple[_Comm, ...], int, tuple[float, float, float] | None]] = {}
@@ -501,7 +517,8 @@ def _make_ingredients(cfg: TransformerConfig, layout: Layout, s: int, spec: Acce
             mine, own_hop = [], None
             for c in step_collectives(cfg, layout, s, stage=r, precision=state_precision,
                                       bytes_per_value=bytes_per_value, sp_saves_gathered=sp_saves_gathered,
-                                      cp_style=comm[0], tp_algorithm=comm[1], dp_algorithm=comm[2]):
+                                      cp_style=comm[0], tp_algorithm=comm[1], dp_algorithm=comm[2],
+                                      ep_dispatch=comm[3], max_nodes=comm[4], gpus_per_node=spec.domain_size):
                 lat, up, out = collective_link_seconds(c.kind, c.group, c.message, spec, span=c.group * c.stride,
                                                        algorithm=c.algorithm)
                 if c.parallelism == "pp":
@@ -554,7 +571,7 @@ def _chunk_times(ing: _Ingredients, eff: _Eff, mode: str) -> list[tuple[float, f
     r_lin, r_att, r_head = ing.peaks[0] * eff.linear, ing.peaks[1] * eff.attention, ing.peaks[2] * eff.head
     out = []
     for c in ing.chunks:
-        lin, att, head = c.linear / r_lin, (c.scores + c.values) / r_att, c.head / r_head
+        lin, att, head = (c.linear + c.imbalance) / r_lin, (c.scores + c.values) / r_att, c.head / r_head
         redo = 0.0
         if c.full:
             redo += lin + att
@@ -764,7 +781,8 @@ def step_time(
     precision: str = "bf16_tensor", overlap: tuple[str, ...] | None = None, flash_attention: bool = True,
     state_precision: str = "mixed", bytes_per_value: int = 2, sp_saves_gathered: bool = False,
     optimizer: str = "adam", attention_kernel: str | None = None, cp_style: str = "all_gather",
-    tp_algorithm: str = "ring", dp_algorithm: str = "ring",
+    tp_algorithm: str = "ring", dp_algorithm: str = "ring", ep_dispatch: str = "all_to_all",
+    max_nodes: int | None = None,
 ) -> dict[str, Any]:
     """Seconds of one training step of ``cfg`` split by ``layout`` on accelerators ``gpu``, in one
     of :data:`MODES` (see the module docstring for every term and overlap window).
@@ -778,9 +796,10 @@ def step_time(
     (``predicted`` counts its recomputed scores; ``bound`` never needs them); ``attention_kernel``
     (:data:`ATTENTION_KERNELS`; default with ``flash_attention`` the fused kernel calibrated for the
     accelerator's generation, ``cudnn`` first, else ``eager``) picks the attention kernel's
-    calibrated efficiency. ``cp_style``, ``tp_algorithm`` and ``dp_algorithm`` choose the collectives
-    (:func:`llmmath.parallel.step_collectives`: context parallelism's exchanges, in-switch
-    all-reduces).
+    calibrated efficiency. ``cp_style``, ``tp_algorithm``, ``dp_algorithm``, ``ep_dispatch`` and
+    ``max_nodes`` choose the collectives (:func:`llmmath.parallel.step_collectives`: context
+    parallelism's exchanges, in-switch all-reduces, the hierarchical node-limited expert dispatch,
+    with the accelerator's scale-up domain as the node).
     Returns ``mode``, ``step`` (seconds), ``compute``, ``bubble`` and ``exposed_communication`` of the
     slowest pipeline GPU (``exposed``: by kind, ``predicted`` only), ``dp_exposed`` (the
     data-parallel collectives of the step that do not hide, on the GPU where most stays exposed),
@@ -815,7 +834,7 @@ def step_time(
     if attention_kernel == "eager" and flash:
         raise ValueError("attention_kernel='eager' is not a fused kernel: pass flash_attention=False")
     eff, used = _efficiencies(spec, precision, attention_kernel, mode, efficiency, link_efficiency)
-    comm = (check_choice("cp_style", cp_style, CP_STYLES), tp_algorithm, dp_algorithm)
+    comm = (check_choice("cp_style", cp_style, CP_STYLES), tp_algorithm, dp_algorithm, ep_dispatch, max_nodes)
     ing = _ingredients(cfg, layout, s, spec, precision, state_precision, B, sp_g, flash, optimizer, comm)
     out = _assemble(ing, eff, mode, overlap)
     out["efficiency"] = used
@@ -886,13 +905,14 @@ def search_layouts(
     tp: tuple[int, ...] | None = None, pp: tuple[int, ...] | None = None, cp: tuple[int, ...] = (1,),
     ep: tuple[int, ...] | None = None, zero_stages: tuple[int, ...] = (1,),
     recompute: tuple[str, ...] = RECOMPUTE_MODES, microbatch_sizes: tuple[int, ...] = (1, 2, 4),
-    virtual_stages: tuple[int, ...] = (1,), sequence_parallel: bool = True, usable_memory: float = 1.0,
-    **kwargs: Any,
+    virtual_stages: tuple[int, ...] = (1,), sequence_parallel: bool = True,
+    usable_memory: float = 1 - MEMORY_RESERVE, **kwargs: Any,
 ) -> list[Plan]:
     """Every layout of ``n_gpus`` GPUs for ``global_batch`` sequences of ``seq`` tokens, with its
     memory (:func:`llmmath.parallel.memory_per_gpu`) and its predicted and bound step
     (:func:`step_time`), best first: the layouts that fit (``memory <= usable_memory x gpu
-    memory``) by predicted step time, then the others by memory.
+    memory``; by default the memory less :data:`llmmath.sharding.MEMORY_RESERVE`, the CUDA context,
+    NCCL's buffers and fragmentation) by predicted step time, then the others by memory.
 
     Enumerated: ``tp`` (default the powers of two up to the scale-up domain), ``pp`` (default the
     divisors of ``n_layers`` and the powers of two, up to ``n_gpus``; layers split by
