@@ -20,18 +20,10 @@ hide_sequences = -(-hide_tokens // 8192)  # SOLUTION
 # %% parallelism-ex-tp
 # BEGIN SOLUTION NO PROMPT
 l70 = llmmath.preset("llama-3-70b")
-message = 8192 * l70.hidden_size * 2
-
-
-def tp_ratio(t, span):
-    comm = 4 * llmmath.collective_seconds("all_reduce", t, message, "H100", span=span)
-    return comm / (6 * 8192 * llmmath.layer_param_count(l70) / t / llmmath.gpu_peak_flops("H100"))
-
-
 # END SOLUTION
-tp_ratio_nvlink = tp_ratio(8, 8)  # SOLUTION
-tp_ratio_split = tp_ratio(8, 16)  # SOLUTION
-tp_ratio_16 = tp_ratio(16, 16)  # SOLUTION
+tp_ratio_nvlink = llmmath.tp_layer_comm_ratio(l70, 8, "H100", 8192)  # SOLUTION
+tp_ratio_split = llmmath.tp_layer_comm_ratio(l70, 8, "H100", 8192, tp_per_node=4)  # SOLUTION
+tp_ratio_16 = llmmath.tp_layer_comm_ratio(l70, 16, "H100", 8192, tp_per_node=8)  # SOLUTION
 
 # %% parallelism-ex-bubble
 # BEGIN SOLUTION NO PROMPT

@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 
 from ..check import SIG3, Exercise, parts_of
-from ..hardware import gpu_peak_flops
 from ..memory import training_state_bytes
 from ..parallel import (
     Layout,
@@ -20,8 +19,9 @@ from ..parallel import (
     pipeline_bubble_fraction,
     stage_activation_bytes,
     step_collectives,
+    tp_layer_comm_ratio,
 )
-from ..params import layer_param_count, param_count
+from ..params import param_count
 from ..presets import preset
 from ..steptime import dp_hiding_tokens
 
@@ -64,10 +64,8 @@ def _parallelism(name: str) -> float:
 
 def _tp_ratio(t: int, span: int) -> float:
     """A Llama 3 70B layer's four tensor-parallel all-reduces (one 8192-token sequence, BF16, the
-    group spread over ``span`` consecutive H100s) over its weight products at the BF16 peak."""
-    cfg, tokens = preset("llama-3-70b"), 8192
-    comm = 4 * collective_seconds("all_reduce", t, tokens * cfg.hidden_size * 2, "H100", span=span)
-    return comm / (3 * 2 * tokens * layer_param_count(cfg) / t / gpu_peak_flops("H100"))
+    group spread over ``span`` consecutive H100s, 8 per node) over its weight products at the peak."""
+    return tp_layer_comm_ratio(preset("llama-3-70b"), t, "H100", 8192, tp_per_node=t * 8 // span)
 
 
 _par = parts_of(_parallelism)
@@ -87,7 +85,7 @@ EXERCISES = [
     Exercise("parallelism-ex-tp", "parallelism-tp", "Tensor parallelism",
              "Llama 3 70B (the preset: hidden size, layer_param_count), one 8192-token sequence, BF16, "
              "H100 peak and llmmath.hardware's links; four all-reduces per layer timed with "
-             "collective_seconds (span = the GPUs the group is spread over).",
+             "collective_seconds, latencies included (tp_layer_comm_ratio).",
              (_par("tp_ratio_nvlink", "all-reduce / weight-product time, t = 8 inside a node", SIG3),
               _par("tp_ratio_split", "the same, t = 8 split 4 + 4 over two nodes (span 16)", SIG3),
               _par("tp_ratio_16", "the same, t = 16 over two nodes", SIG3))),
