@@ -28,9 +28,27 @@ Measured per rank:
 - ``zero``: ZeRO-1, -2 and -3 steps of two micro-batches with FSDP2 (``fully_shard``): ZeRO-3 as
   FSDP2 runs by default; ZeRO-2 with ``reshard_after_forward=False`` and
   ``set_reshard_after_backward(False)`` (the parameters are gathered once per step, the gradients
-  reduce-scattered after each micro-batch); ZeRO-1 with
+  reduce-scattered after each micro-batch); FSDP's ``SHARD_GRAD_OP`` (``reshard_after_forward=False``
+  only: gathered again in each micro-batch's forward); ZeRO-1 with
   gradient synchronisation only on the last micro-batch (one reduce-scatter per step, as torchtitan
-  runs FSDP with pipeline parallelism): each collective's op, size, micro-batch and phase.
+  runs FSDP with pipeline parallelism): each collective's op, size, micro-batch and phase; the bytes
+  of the whole (unsharded) parameters alive after the first forward; after an AdamW step, the bytes
+  of each rank's storages of parameters, gradients and optimizer states.
+- ``zero_redundancy``: ``torch.distributed.optim.ZeroRedundancyOptimizer`` (ZeRO-1 in plain PyTorch)
+  around AdamW: each rank's optimizer-state numel and the broadcasts of one step.
+- ``ring``: a ring all-reduce written with gloo's point-to-point sends; the bytes and messages that
+  each rank passes to ``isend`` (counted where they are sent) and the result against
+  ``dist.all_reduce``.
+- ``cp``: PyTorch 2.13's all-gather context parallelism (``cplib::flex_cp_allgather``, the op its
+  all-gather style runs: keys and values all-gathered in the forward, their gradients
+  reduce-scattered in the backward) around SDPA on the head-tail (zig-zag) split of PyTorch's
+  ``_HeadTailLoadBalancer``: output and gradients against the unsharded attention, the collectives'
+  sizes and phases, the query-key pairs of each rank's causal mask, and the bytes of the gathered
+  keys and values that autograd keeps.
+- ``moe``: a mixture-of-experts layer with node-limited routing whose tokens travel by
+  ``all_to_all_single``, plainly (one copy per token and expert; output against the unsharded
+  layer) and hierarchically (once per target node between GPUs of the same index, then inside the
+  node): the bytes each rank sends in each all-to-all, and the tokens each rank receives.
 """
 
 from __future__ import annotations
@@ -40,6 +58,7 @@ import multiprocessing as mp
 import os
 import queue
 import tempfile
+import time
 import traceback
 from typing import Any
 
@@ -54,6 +73,13 @@ BLOCK = dict(h=32, heads=8, ffn=128, batch=2, seq=8, p=0.1)
 BATCH, SEQ = 2, 8
 #: Pipeline checks: layers per stage chunk, width, micro-batches per pipeline size.
 PIPE = dict(width=8, microbatches_per_stage=2)
+#: The ring all-reduce: elements per rank's chunk.
+RING_CHUNK = 6
+#: Context parallelism: batch, query heads, key/value heads, head size, sequence.
+CP = dict(batch=1, heads=4, kv_heads=2, head_dim=8, seq=16)
+#: The mixture of experts: experts, experts per token, width, tokens per rank, GPUs per "node",
+#: nodes a token may be routed to.
+MOE = dict(experts=8, k=3, h=8, tokens=12, gpus_per_node=2, max_nodes=1)
 
 
 def _setup(rank: int, world: int, init_file: str) -> None:
@@ -310,12 +336,12 @@ def _check_pipeline(rank: int, world: int) -> dict[str, Any]:
     for name, cls, v, m in cases:
         torch.manual_seed(0)
         n_stages = world * v
-        stages, log, peak = [], [], [0]
+        stages, log, peak, alive = [], [], [0], _Alive()
         mine = (rank, n_stages - 1 - rank) if name in ("zbv", "dualpipev") else range(rank, n_stages, world)
         for k in mine:
             stages.append(PipelineStage(nn.Sequential(nn.Linear(w, w), nn.GELU()), k, n_stages, torch.device("cpu")))
         for stage in stages:
-            _record(stage, stages, log, peak)
+            _record(stage, stages, log, peak, alive)
         schedule = cls(stages if v > 1 else stages[0], n_microbatches=m, loss_fn=lambda y, t: ((y - t) ** 2).mean())
         x = torch.randn(m, w, generator=torch.Generator().manual_seed(2))
         target = torch.randn(m, w, generator=torch.Generator().manual_seed(3))
@@ -323,7 +349,8 @@ def _check_pipeline(rank: int, world: int) -> dict[str, Any]:
         has_last = any(st.is_last for st in stages)
         kwargs = {"target": target, "losses": []} if has_last else {}
         schedule.step(x, **kwargs) if has_first else schedule.step(**kwargs)
-        out[f"{name}-m{m}"] = dict(schedule=name, virtual_stages=v, microbatches=m, actions=log, peak=peak[0])
+        out[f"{name}-m{m}"] = dict(schedule=name, virtual_stages=v, microbatches=m, actions=log, peak=peak[0],
+                                   alive=alive.peak)
     return out
 
 
@@ -331,19 +358,23 @@ def _check_pipeline(rank: int, world: int) -> dict[str, Any]:
 def _check_zero(rank: int, world: int) -> dict[str, Any]:
     import torch
     from torch.distributed.device_mesh import init_device_mesh
-    from torch.distributed.fsdp import fully_shard
+    from torch.distributed.fsdp import FSDPModule, fully_shard
 
     mesh = init_device_mesh("cpu", (world,))
     out: dict[str, Any] = {}
-    for stage in (1, 2, 3):
+    for stage in (1, 2, "shard_grad_op", 3):
         model = _hf_model(LLAMA)
         keep = {} if stage == 3 else {"reshard_after_forward": False}  # ZeRO-1/2: gathered for the whole step
         for layer in model.model.layers:
             fully_shard(layer, mesh=mesh, **keep)
         fully_shard(model, mesh=mesh, **keep)
-        if stage < 3:
+        if stage in (1, 2):
             model.set_reshard_after_backward(False)
-        records = []
+        params = [fp for m in model.modules() if isinstance(m, FSDPModule)
+                  for fp in (m._get_fsdp_state()._fsdp_param_group.fsdp_params
+                             if m._get_fsdp_state()._fsdp_param_group else ())]
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+        records, whole = [], 0
         for mb in range(ZERO_MICROBATCHES):
             if stage == 1:  # one reduce-scatter, after the last micro-batch
                 model.set_requires_gradient_sync(mb == ZERO_MICROBATCHES - 1)
@@ -352,10 +383,221 @@ def _check_zero(rank: int, world: int) -> dict[str, Any]:
             comm = _comm_mode(world)  # one per micro-batch: the mode's module tracker spans one pass
             comm.microbatch = mb
             with comm:
-                model(input_ids=ids, labels=ids).loss.backward()
+                loss = model(input_ids=ids, labels=ids).loss
+                if mb == 0:  # the whole parameters alive between the forward and the backward
+                    whole = sum(t.untyped_storage().nbytes() for fp in params for t in fp.all_gather_outputs)
+                loss.backward()
             records += comm.records
+        opt.step()
+        sharded = [fp.sharded_param for fp in params]
+        storage = {"parameters": sum(p.to_local().untyped_storage().nbytes() for p in sharded),
+                   "gradients": sum({p.grad.to_local().untyped_storage().data_ptr():  # one buffer per unit
+                                     p.grad.to_local().untyped_storage().nbytes() for p in sharded}.values()),
+                   "optimizer_states": sum(v.to_local().untyped_storage().nbytes() for st in opt.state.values()
+                                           for key, v in st.items() if key != "step")}
         out[f"zero{stage}"] = records
+        out[f"zero{stage}-memory"] = dict(whole_after_forward=whole, storage=storage)
     return out
+
+
+# ------------------------------------------------------------------------ ZeroRedundancyOptimizer
+def _check_zero_redundancy(rank: int, world: int) -> dict[str, Any]:
+    import torch
+    from torch.distributed.optim import ZeroRedundancyOptimizer
+
+    model = _hf_model(LLAMA)
+    opt = ZeroRedundancyOptimizer(model.parameters(), optimizer_class=torch.optim.AdamW, lr=1e-3)
+    for p in model.parameters():  # any gradient will do: the step's state and broadcasts are what is measured
+        p.grad = torch.ones_like(p)
+    comm = _comm_mode(world)
+    with comm:
+        opt.step()
+    state = sum(v.numel() for st in opt.optim.state.values() for key, v in st.items() if key != "step")
+    shapes = {n: tuple(p.shape) for n, p in model.named_parameters()}
+    return dict(state=state, comm=comm.records, shapes=shapes)
+
+
+# ------------------------------------------------------------------------------------- the ring
+def _check_ring(rank: int, world: int) -> dict[str, Any]:
+    """Ring all-reduce with point-to-point sends: reduce-scatter then all-gather, each step sending
+    one chunk to the right neighbour and receiving one from the left."""
+    import torch
+    import torch.distributed as dist
+
+    x = torch.randn(RING_CHUNK * world, generator=torch.Generator().manual_seed(rank))
+    want = x.clone()
+    dist.all_reduce(want)
+    chunks = list(x.clone().chunk(world))
+    wire = {"bytes": 0, "messages": 0}
+    right, left = (rank + 1) % world, (rank - 1) % world
+
+    def exchange(send: int, receive: int, add: bool) -> None:
+        payload = chunks[send].contiguous()
+        wire["bytes"] += payload.numel() * payload.element_size()  # counted where it is sent
+        wire["messages"] += 1
+        request = dist.isend(payload, right)
+        buffer = torch.empty_like(chunks[receive])
+        dist.recv(buffer, left)
+        request.wait()
+        chunks[receive] = chunks[receive] + buffer if add else buffer
+
+    for step in range(world - 1):  # after it, rank r holds the sum of chunk (r + 1) mod n
+        exchange((rank - step) % world, (rank - step - 1) % world, True)
+    for step in range(world - 1):
+        exchange((rank + 1 - step) % world, (rank - step) % world, False)
+    return dict(wire=wire, equal=bool(torch.allclose(torch.cat(chunks), want, atol=1e-5)),
+                message_bytes=x.numel() * x.element_size())
+
+
+# -------------------------------------------------------------------------- context parallelism
+def _check_cp(rank: int, world: int) -> dict[str, Any]:
+    import torch
+    import torch.distributed._functional_collectives as funcol
+    import torch.distributed.distributed_c10d as c10d
+    import torch.nn.functional as F
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor.experimental._context_parallel._cp_custom_ops import flex_cp_allgather
+    from torch.distributed.tensor.experimental._context_parallel._load_balancer import _HeadTailLoadBalancer
+
+    mesh = init_device_mesh("cpu", (world,))
+    b, a, akv, d, s = CP["batch"], CP["heads"], CP["kv_heads"], CP["head_dim"], CP["seq"]
+    gen = torch.Generator().manual_seed(0)
+    q = torch.randn(b, a, s, d, generator=gen, requires_grad=True)
+    k, v = (torch.randn(b, akv, s, d, generator=gen, requires_grad=True) for _ in range(2))
+    ref = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+    grad_out = torch.randn(ref.shape, generator=gen)
+    ref.backward(grad_out)
+    order = _HeadTailLoadBalancer(s, world, "cpu")._generate_indices()[0].long()  # the zig-zag order
+    mine = order.view(world, -1)[rank]
+    qs, ks, vs = (t.detach()[:, :, mine].clone().requires_grad_(True) for t in (q, k, v))
+    records, phase, saved = [], ["forward"], set()
+    originals = {"all_gather_single": funcol.all_gather_single, "reduce_scatter_single": funcol.reduce_scatter_single}
+
+    def counted(name: str) -> Any:
+        def collective(tensor, *args, **kwargs):  # noqa: ANN001, ANN202
+            records.append(dict(op=name, phase=phase[0], input_bytes=tensor.numel() * tensor.element_size()))
+            return originals[name](tensor, *args, **kwargs)
+        return collective
+
+    def pack(t: Any) -> Any:
+        saved.add(t.untyped_storage().data_ptr())
+        return t
+
+    try:
+        for name in originals:
+            setattr(funcol, name, counted(name))
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            k_all, v_all = flex_cp_allgather(ks, vs, 2, c10d._get_process_group_name(mesh.get_group()))
+            mask = mine[:, None] >= order[None, :]  # local queries against the gathered keys, in their order
+            out = F.scaled_dot_product_attention(qs, k_all, v_all, attn_mask=mask, enable_gqa=True)
+        kept = sum(t.untyped_storage().nbytes() for t in (k_all, v_all) if t.untyped_storage().data_ptr() in saved)
+        phase[0] = "backward"
+        out.backward(grad_out[:, :, mine])
+    finally:
+        for name, fn in originals.items():
+            setattr(funcol, name, fn)
+    close = [bool(torch.allclose(x, y, atol=1e-5)) for x, y in
+             ((out, ref[:, :, mine]), (qs.grad, q.grad[:, :, mine]), (ks.grad, k.grad[:, :, mine]),
+              (vs.grad, v.grad[:, :, mine]))]
+    return dict(equal=close, records=records, pairs=int(mask.sum()), kept_kv_bytes=kept,
+                positions=mine.tolist())
+
+
+# -------------------------------------------------------------------------- expert parallelism
+def _check_moe(rank: int, world: int) -> dict[str, Any]:
+    import torch
+    import torch.distributed as dist
+    from torch import nn
+
+    E, k, h, T = MOE["experts"], MOE["k"], MOE["h"], MOE["tokens"]
+    g = min(world, MOE["gpus_per_node"])
+    nodes, per_gpu = world // g, E // world
+    torch.manual_seed(0)  # the same router and experts on every rank
+    router = nn.Linear(h, E, bias=False)
+    experts = nn.ModuleList(nn.Linear(h, h) for _ in range(E))
+
+    def tokens(src: int) -> Any:
+        return torch.randn(T, h, generator=torch.Generator().manual_seed(100 + src))
+
+    def a2a(rows: Any, sizes: list[int], group: Any = None) -> tuple[Any, list[int], int]:
+        """Rows to each member (sizes[i] to member i); returns them, the sizes received and the
+        bytes this rank put on the wire (rows to other members)."""
+        n, me = dist.get_world_size(group), dist.get_group_rank(group, rank) if group else rank
+        counts = torch.tensor(sizes)
+        back = torch.empty(n, dtype=counts.dtype)
+        dist.all_to_all_single(back, counts, group=group)  # metadata: how many rows come
+        rows = rows.contiguous()
+        recv = torch.empty(int(back.sum()), *rows.shape[1:], dtype=rows.dtype)
+        dist.all_to_all_single(recv, rows, back.tolist(), sizes, group=group)
+        per_row = rows[0].numel() * rows.element_size() if len(rows) else 0
+        return recv, back.tolist(), sum(c for i, c in enumerate(sizes) if i != me) * per_row
+
+    x = tokens(rank)
+    with torch.no_grad():
+        scores = router(x).softmax(-1)
+        # node-limited routing: the max_nodes nodes with the best expert, then the top k of theirs
+        best = scores.view(T, nodes, E // nodes).amax(-1).topk(min(MOE["max_nodes"], nodes), dim=-1).indices
+        allowed = torch.zeros(T, nodes, dtype=torch.bool).scatter(1, best, True).repeat_interleave(E // nodes, 1)
+        weights, ids = scores.masked_fill(~allowed, -1.0).topk(k, dim=-1)
+        dest = ids // per_gpu
+
+        # plain all-to-all: one row per (token, expert), in the order of the GPU that holds the expert
+        order = dest.flatten().argsort(stable=True)
+        sizes = torch.bincount(dest.flatten(), minlength=world).tolist()
+        recv, back, sent = a2a(x.repeat_interleave(k, 0)[order], sizes)
+        experts_of, _, _ = a2a(ids.flatten()[order][:, None], sizes)  # metadata: which expert
+        y = torch.stack([experts[int(e)](r) for r, e in zip(recv, experts_of[:, 0], strict=True)])
+        combined, _, _ = a2a(y, back)
+        out = torch.zeros(T * k, h).index_copy(0, order, combined).view(T, k, h)
+        out = (out * weights[..., None]).sum(1)
+        ref = sum(weights[:, j:j + 1] * torch.stack([experts[int(e)](x[t]) for t, e in enumerate(ids[:, j])])
+                  for j in range(k))
+        plain = dict(sent=sent, buffer=len(order) * h * x.element_size(),
+                     equal=bool(torch.allclose(out, ref, atol=1e-5)))
+
+        # hierarchical: across nodes once per target node (to the GPU of the same index), then inside
+        node, index = rank // g, rank % g
+        across = [dist.new_group([n * g + i for n in range(nodes)]) for i in range(g)]
+        inside = [dist.new_group([n * g + i for i in range(g)]) for n in range(nodes)]
+        own = [(rank, t, sorted({int(q) for q in dest[t]})) for t in range(T)]  # (source, token, target GPUs)
+        first = [[item for item in own if n in {q // g for q in item[2]}] if n != node else [] for n in range(nodes)]
+        rows = [x[t] for n in range(nodes) for _, t, _ in first[n]]
+        sent_across, here, here_rows = 0, [], []
+        if nodes > 1:
+            recv, _, sent_across = a2a(torch.stack(rows) if rows else torch.empty(0, h), [len(b) for b in first],
+                                       across[index])
+            here = [item for bucket in _exchange_objects(first, across[index]) for item in bucket]
+            here_rows = list(recv)
+        second = [[] for _ in range(g)]
+        pending = [(item, x[item[1]]) for item in own] + list(zip(here, here_rows, strict=True))
+        for item, row in pending:
+            for q in item[2]:
+                if q // g == node and q != rank:
+                    second[q % g].append((item, row))
+        sent_inside, arrived = 0, []
+        if g > 1:
+            recv, _, sent_inside = a2a(torch.stack([r for b in second for _, r in b]) if any(second)
+                                       else torch.empty(0, h), [len(b) for b in second], inside[node])
+            meta = _exchange_objects([[item for item, _ in b] for b in second], inside[node])
+            arrived = list(zip([item for b in meta for item in b], recv, strict=True))
+        arrived += [(item, row) for item, row in zip(here, here_rows, strict=True) if rank in item[2]]
+        arrived += [(item, x[item[1]]) for item in own if rank in item[2]]
+        correct = all(torch.equal(row, tokens(src)[t]) for (src, t, _), row in arrived)
+        delivered = sorted((src, t) for (src, t, _), _ in arrived)
+    return dict(ids=ids.tolist(), plain=plain, across=sent_across, inside=sent_inside, delivered=delivered,
+                rows_correct=correct)
+
+
+def _exchange_objects(buckets: list[list[Any]], group: Any) -> list[list[Any]]:
+    """Send ``buckets[i]`` to member ``i`` of ``group`` (the token ids that say which rows arrive:
+    metadata, not counted)."""
+    import torch.distributed as dist
+
+    n = dist.get_world_size(group)
+    gathered: list[Any] = [None] * n
+    dist.all_gather_object(gathered, buckets, group=group)
+    me = dist.get_group_rank(group, dist.get_rank())
+    return [gathered[i][me] for i in range(n)]
 
 
 #: Micro-batches per step of the ``zero`` check.
@@ -367,14 +609,55 @@ PRELOAD = ("torch", "torch.distributed.fsdp", "torch.distributed.tensor.parallel
            "torch.distributed.pipelining", "transformers", "transformers.models.llama.modeling_llama",
            "transformers.models.qwen2.modeling_qwen2")
 
-def _record(stage: Any, stages: list[Any], log: list[tuple[str, int, int]], peak: list[int]) -> None:
+class _Alive:
+    """Counts, per (stage, micro-batch), the tensors autograd saved in that chunk's forward that are
+    still alive (each is packed into a holder whose finaliser counts it out), and keeps the most
+    chunks alive at once: the chunks whose activations a rank holds, whatever keeps them (the
+    forward cache, or a weight-gradient step that has not run)."""
+
+    def __init__(self) -> None:
+        self.count: dict[tuple[int, int], int] = {}
+        self.peak = 0
+
+    def hooks(self, key: tuple[int, int]) -> Any:
+        import weakref
+
+        import torch
+
+        class Holder:
+            def __init__(self, t: Any) -> None:
+                self.t = t
+
+        def pack(t: Any) -> Any:
+            holder = Holder(t)
+            self.count[key] = self.count.get(key, 0) + 1
+            weakref.finalize(holder, self._free, key)
+            return holder
+
+        return torch.autograd.graph.saved_tensors_hooks(pack, lambda holder: holder.t)
+
+    def _free(self, key: tuple[int, int]) -> None:
+        self.count[key] -= 1
+
+    def update(self) -> None:
+        self.peak = max(self.peak, sum(1 for c in self.count.values() if c > 0))
+
+
+def _record(stage: Any, stages: list[Any], log: list[tuple[str, int, int]], peak: list[int],
+            alive: _Alive | None = None) -> None:
     """Wrap ``stage``'s forward and backward of one chunk: log each, and keep in ``peak`` the most
-    micro-batches whose activations the rank's stages hold (``fwd_cache``) after a forward."""
+    micro-batches whose activations the rank's stages hold (``fwd_cache``) after a forward, and in
+    ``alive`` the most chunks whose saved tensors are alive."""
     forward, backward, k = stage.forward_one_chunk, stage.backward_one_chunk, stage.stage_index
     weight = stage.backward_weight_one_chunk
 
     def forward_one_chunk(mb, *args, **kwargs):  # noqa: ANN001, ANN202
-        result = forward(mb, *args, **kwargs)
+        if alive is None:
+            result = forward(mb, *args, **kwargs)
+        else:
+            with alive.hooks((k, mb)):
+                result = forward(mb, *args, **kwargs)
+            alive.update()
         log.append(("F", k, mb))
         peak[0] = max(peak[0], sum(len(st.fwd_cache) for st in stages))
         return result
@@ -458,7 +741,8 @@ def peak_held(order: list[tuple]) -> int:
     return peak
 
 
-CHECKS = ("fsdp", "tp_hf", "tp_megatron", "block", "block_sp", "pipeline", "zero")
+CHECKS = ("fsdp", "tp_hf", "tp_megatron", "block", "block_sp", "pipeline", "zero", "zero_redundancy", "ring", "cp",
+          "moe")
 
 
 def _worker(rank: int, world: int, init_file: str, checks: tuple[str, ...], results: Any) -> None:
@@ -472,10 +756,17 @@ def _worker(rank: int, world: int, init_file: str, checks: tuple[str, ...], resu
                    "block": lambda: _check_block(rank, world, False),
                    "block_sp": lambda: _check_block(rank, world, True),
                    "pipeline": lambda: _check_pipeline(rank, world),
-                   "zero": lambda: _check_zero(rank, world)}
+                   "zero": lambda: _check_zero(rank, world),
+                   "zero_redundancy": lambda: _check_zero_redundancy(rank, world),
+                   "ring": lambda: _check_ring(rank, world), "cp": lambda: _check_cp(rank, world),
+                   "moe": lambda: _check_moe(rank, world)}
+        seconds = {}
         for name in checks:
+            start = time.perf_counter()
             out[name] = runners[name]()
             dist.barrier()
+            seconds[name] = time.perf_counter() - start
+        out["seconds"] = seconds
         dist.destroy_process_group()
         results.put((rank, out, None))
     except BaseException:  # noqa: BLE001 - reported to the parent, which raises
