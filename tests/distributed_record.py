@@ -17,11 +17,13 @@ from typing import Any
 PATH = Path(__file__).with_name("distributed_record.json")
 #: The world size whose measurements the chapter shows in full; the pipelines come from both.
 WORLD = 2
+#: What a run returns besides measurements of PyTorch (``seconds``: how long each check took).
+_NOT_SHOWN = ("pipeline", "seconds")
 
 
 def record(measured: dict[int, list[dict[str, Any]]]) -> dict[str, Any]:
     """The measurements the chapter shows, JSON-ready: every check of the ``WORLD``-rank group (per
-    rank), and the pipeline schedules of every group (each case's orders and peaks per rank)."""
+    rank), and the pipeline schedules and the mixture of experts of every group."""
     pipelines = {}
     for world, ranks in sorted(measured.items()):
         cases = {}
@@ -29,11 +31,14 @@ def record(measured: dict[int, list[dict[str, Any]]]) -> dict[str, Any]:
             cases[key] = {"schedule": case["schedule"], "virtual_stages": case["virtual_stages"],
                           "microbatches": case["microbatches"],
                           "actions": [r["pipeline"][key]["actions"] for r in ranks],
-                          "peaks": [r["pipeline"][key]["peak"] for r in ranks]}
+                          "peaks": [r["pipeline"][key]["peak"] for r in ranks],
+                          "alive": [r["pipeline"][key]["alive"] for r in ranks]}
         pipelines[str(world)] = cases
     ranks = measured[WORLD]
-    checks = {name: [r[name] for r in ranks] for name in ranks[0] if name != "pipeline"}
-    return json.loads(json.dumps({"world": WORLD, "checks": checks, "pipeline": pipelines}))
+    checks = {name: [r[name] for r in ranks] for name in ranks[0] if name not in _NOT_SHOWN}
+    moe = {str(world): [r["moe"] for r in ranks] for world, ranks in sorted(measured.items())
+           if "moe" in ranks[0]}  # four ranks make two "nodes" of two
+    return json.loads(json.dumps({"world": WORLD, "checks": checks, "pipeline": pipelines, "moe": moe}))
 
 
 def load() -> dict[str, Any]:
