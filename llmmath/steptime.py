@@ -924,7 +924,9 @@ def search_layouts(
     Combinations that :func:`llmmath.parallel.check_layout` rejects are skipped (and interleaving
     with ``pp = 1``, the same layout as 1F1B). Keyword arguments go to both estimates
     (``precision`` of the optimizer state as ``state_precision`` in :func:`step_time`,
-    ``peak_precision`` as its ``precision``; ``flash_attention``, ``efficiency``, ...).
+    ``peak_precision`` as its ``precision``; ``flash_attention``, ``efficiency``, ``cp_style``, ...;
+    ``optimizer_bytes_per_value``, ``parameter_copies`` and ``zero3_prefetch`` to the memory only,
+    ``ep_dispatch``, ``max_nodes``, ``tp_algorithm``, ``dp_algorithm`` to the step times only).
     Derived in chapter :doc:`/chapters/parallelism`.
     """
     cfg = _check_cfg(cfg)
@@ -935,9 +937,11 @@ def search_layouts(
     pps = pp or tuple(sorted({d for d in _divisors(cfg.n_layers) if d <= n}
                              | {2**i for i in range(1, 12) if 2**i <= min(n, cfg.n_layers)}))
     eps = ep or (tuple(_divisors(cfg.n_experts)) if cfg.is_moe else (1,))
-    mem_kw = {k: kwargs[k] for k in ("precision", "optimizer", "flash_attention", "dropout", "bytes_per_value")
-              if k in kwargs}
-    time_kw = {k: v for k, v in kwargs.items() if k not in ("precision", "optimizer", "dropout", "peak_precision")}
+    memory_only = ("optimizer_bytes_per_value", "parameter_copies", "zero3_prefetch")
+    mem_kw = {k: kwargs[k] for k in ("precision", "optimizer", "flash_attention", "dropout", "bytes_per_value",
+                                     "cp_style", *memory_only) if k in kwargs}
+    time_kw = {k: v for k, v in kwargs.items()
+               if k not in ("precision", "optimizer", "dropout", "peak_precision", *memory_only)}
     if "precision" in kwargs:
         time_kw["state_precision"] = kwargs["precision"]
     if "peak_precision" in kwargs:
