@@ -14,15 +14,16 @@ ar_bytes = llmmath.collective_bytes("all_reduce", 64, grads)  # SOLUTION
 ar_seconds = llmmath.collective_seconds("all_reduce", 64, grads, "H100")  # SOLUTION
 
 # %% parallelism-ex-hide
-hide_tokens_zero1 = llmmath.dp_hiding_tokens(7e9, "B200", zero_stage=1, precision="fp8_tensor")  # SOLUTION
-hide_tokens_zero3 = llmmath.dp_hiding_tokens(7e9, "B200", zero_stage=3, precision="fp8_tensor")  # SOLUTION
+hide_tokens = llmmath.dp_hiding_tokens(7e9, "B200", zero_stage=1, precision="fp8_tensor")  # SOLUTION
+hide_sequences = -(-hide_tokens // 8192)  # SOLUTION
 
 # %% parallelism-ex-tp
 # BEGIN SOLUTION NO PROMPT
-h405 = llmmath.preset("llama-3.1-405b").hidden_size
+l70 = llmmath.preset("llama-3-70b")
 # END SOLUTION
-tp_ratio_nvlink = llmmath.tp_comm_compute_ratio(h405, 8, "H100")  # SOLUTION
-tp_ratio_ib = llmmath.tp_comm_compute_ratio(h405, 8, "H100", link="scale_out")  # SOLUTION
+tp_ratio_nvlink = llmmath.tp_layer_comm_ratio(l70, 8, "H100", 8192)  # SOLUTION
+tp_ratio_split = llmmath.tp_layer_comm_ratio(l70, 8, "H100", 8192, tp_per_node=4)  # SOLUTION
+tp_ratio_16 = llmmath.tp_layer_comm_ratio(l70, 16, "H100", 8192, tp_per_node=8)  # SOLUTION
 
 # %% parallelism-ex-bubble
 # BEGIN SOLUTION NO PROMPT
@@ -50,12 +51,12 @@ state_zero3_gb = llmmath.training_state_bytes(l70, zero_stage=3, n_gpus=64)["tot
 
 # %% parallelism-ex-cp
 # BEGIN SOLUTION NO PROMPT
-l3 = llmmath.preset("llama-3.1-405b").replace(n_layers=1)
-cp = [c for c in llmmath.step_collectives(l3, llmmath.Layout(tp=8, cp=16, sequence_parallel=True), 131072)
+l70 = llmmath.preset("llama-3-70b").replace(n_layers=1)
+cp = [c for c in llmmath.step_collectives(l70, llmmath.Layout(tp=8, cp=8, sequence_parallel=True), 65536)
       if c.parallelism == "cp" and c.phase == "forward"][0]
 # END SOLUTION
 cp_message_bytes = cp.message  # SOLUTION
-cp_sent_bytes = llmmath.collective_bytes("all_gather", 16, cp.message)  # SOLUTION
+cp_sent_bytes = llmmath.collective_bytes("all_gather", 8, cp.message)  # SOLUTION
 
 # %% parallelism-ex-ep
 # BEGIN SOLUTION NO PROMPT

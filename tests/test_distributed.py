@@ -445,3 +445,17 @@ def test_interleaved_round_size_is_pytorchs():
         assert [dc.peak_held(o) for o in orders] == [pipeline_in_flight(p, m, "interleaved", v, r, round_size=N)
                                                      for r in range(p)]
         assert dc.simulate(orders, p * v, 1.0, 2.0)[0] == pytest.approx((p - 1) / (v * m + p - 1))
+
+
+# ------------------------------------------------------------------------- the chapter's record
+def test_chapter_record_is_current(measured):
+    """The chapter *parallelism* shows these measurements from ``distributed_record.json`` instead
+    of starting process groups: the file must be what the checks measure now (``LLMMATH_RECORD=1``
+    rewrites it). It fails as soon as one measured number differs, e.g. a changed model shape."""
+    import os
+
+    import distributed_record
+
+    if os.environ.get("LLMMATH_RECORD"):
+        distributed_record.write(measured)
+    assert distributed_record.record(measured) == distributed_record.load()

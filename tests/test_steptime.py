@@ -215,3 +215,70 @@ def test_zero2_reduces_per_microbatch_and_zero1_once():
     step = exposed[(2, 4)] - exposed[(2, 2)]
     assert step > 0.1 and exposed[(2, 8)] - exposed[(2, 2)] == pytest.approx(3 * step)
     assert exposed[(1, 2)] > 0 and exposed[(1, 8)] == pytest.approx(exposed[(1, 2)], rel=1e-9)
+
+
+# ------------------------------------------------------------- what the parallelism chapter says
+def test_data_parallel_hiding_threshold_in_the_bound_as_the_chapter_says():
+    """Chapter parallelism, §hiding: the reduction hides iff the LAST micro-batch of a replica holds
+    T >= q peak / (2 W) tokens, the same for ZeRO-1 and ZeRO-3. By hand from the H100's data
+    sheet (989.4 TFLOP/s BF16 dense, 400 Gb/s NIC): T = 2 x 989.4e12 / (2 x 50e9) = 19,788 tokens.
+    With t = 8 every data-parallel byte crosses the network. 16,384 tokens per micro-batch (four
+    micro-batches: 65,536 per step, three times the threshold) must leave the reduction exposed,
+    which a window of the whole step's backward would hide; 20,480 tokens (below ZeRO-3's 1.5 x
+    19,788 = 29,682 if ZeRO-3 needed 1.5 times the tokens) must hide it for both stages."""
+    cfg = preset("llama-3-8b")
+    threshold = 2 * 989.4e12 / (2 * 50e9)
+    for zero in (1, 3):
+        for tokens, hidden in ((16384, False), (20480, True)):
+            assert (tokens > threshold) == hidden
+            lay = Layout(tp=8, dp=16, zero_stage=zero, sequence_parallel=True, microbatch_size=tokens // 4096,
+                         microbatches=4)
+            exposed = step_time(cfg, lay, 4096, "H100", mode="bound")["exposed_communication"]
+            assert (exposed == 0) == hidden, (zero, tokens, exposed)
+
+
+def _megatron_gpt3():
+    from llmmath.config import TransformerConfig
+
+    return TransformerConfig(n_layers=96, hidden_size=12288, n_heads=96, vocab_size=51200, max_position=2048,
+                             name="megatron-gpt3")
+
+
+def test_gpt3_ptdp_run_of_narayanan_table2():
+    """Chapter parallelism, worked example: Narayanan et al. (2021), Table 2, PTD-P, 174.6B on 1536
+    A100s, batch 1536, micro-batch 1: 141 TFLOP/s per GPU (their Eq. 3 count). Model-parallel size
+    96: t = 8, p = 12, two layers per chunk (their Figure 12 script), scatter/gather. The bound must
+    lie above the measurement; the prediction (this run is not in the calibration table) within 5%.
+    The data-parallel all-reduce of a GPU's 1/96 of the FP16 gradients over 16 nodes,
+    2 x 15/16 x 2 x 174.6e9 / 96 bytes at 25 GB/s (about 0.27 s), can only start in the last of the
+    96 micro-batches' backward: part of it, and less than all of it, is left exposed."""
+    from llmmath.flops import megatron_training_flops
+
+    cfg = _megatron_gpt3()
+    lay = Layout(tp=8, pp=12, dp=16, microbatches=96, recompute="full", schedule="interleaved", virtual_stages=4,
+                 scatter_gather=True)
+    flops = megatron_training_flops(cfg, lay.global_batch, 2048)
+    kw = dict(flash_attention=False, precision="fp16_tensor")
+    bound = step_time(cfg, lay, 2048, "A100", mode="bound", **kw)
+    pred = step_time(cfg, lay, 2048, "A100", **kw)
+    assert flops / (1536 * bound["step"]) > 141e12
+    assert flops / (1536 * pred["step"]) == pytest.approx(141e12, rel=0.05)
+    allreduce = 2 * 15 / 16 * 2 * 174.6e9 / 96 / 25e9
+    assert 0 < bound["dp_exposed"] < allreduce
+    assert pred["exposed"]["tp"] > 0  # Megatron-LM in 2021 did not overlap its all-reduces
+
+
+def test_middle_pipeline_stage_sends_twice_the_first():
+    """Chapter parallelism: under 1F1B a middle stage sends its activations forward and their
+    gradients backward, m b s h q / t bytes each way with scatter/gather; the first stage only
+    forward. Megatron-LM's 1T run (t = 8, p = 64, 512 micro-batches of one 2048-token sequence, h =
+    25,600, FP16): 2 x 512 x 2048 x 25600 x 2 / 8 bytes in the middle, half of it on stage 0."""
+    from llmmath.config import TransformerConfig
+    from llmmath.parallel import communication_bytes
+
+    cfg = TransformerConfig(n_layers=128, hidden_size=25600, n_heads=160, vocab_size=51200, max_position=2048)
+    lay = Layout(tp=8, pp=64, dp=6, microbatches=512, recompute="full", scatter_gather=True)
+    one_way = 512 * 2048 * 25600 * 2 // 8
+    assert communication_bytes(cfg, lay, 2048, stage=32)["pp"] == 2 * one_way
+    assert communication_bytes(cfg, lay, 2048, stage=0)["pp"] == one_way
+    assert communication_bytes(cfg, lay.replace(scatter_gather=False), 2048, stage=32)["pp"] == 16 * one_way

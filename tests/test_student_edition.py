@@ -362,26 +362,28 @@ def test_a_glue_key_spelled_like_a_label_is_no_quotation():
 
 def test_answers_cell_is_dropped_and_would_leak(tmp_path):
     """What the student edition did before the tag ``answers`` (the chapter's cells and outputs as
-    they are) gives parallelism's answers away, numbers and solution code; without the tag the
-    student notebook still carries the answer code; with it, nothing."""
+    they are) gives capstone's answers away; without the tag the student notebook still carries
+    the code that computes them; with it, nothing. (The parallelism chapter, the first example,
+    now computes each answer inside its solution.)"""
     from coursework.leaks import scan
 
-    nb = read(ROOT / "chapters" / "parallelism.ipynb")
+    nb = read(ROOT / "chapters" / "capstone.ipynb")
     tagged = [c for c in nb.cells if ANSWERS_TAG in c.metadata.get("tags", [])]
-    assert tagged, "parallelism.ipynb has no answers cell any more: pick another chapter"
-    for name in ("before", "with", "without"):
+    assert tagged, "capstone.ipynb has no answers cell any more: pick another chapter"
+    for name in ("before", "with"):
         (tmp_path / name).mkdir()
-    kept_all = student_notebook(nb, chapter="parallelism")
+    kept_all = student_notebook(nb, chapter="capstone")
     kept_all.cells = [c for c in nb.cells]  # every cell and output, as handed out before
-    nbformat.write(kept_all, tmp_path / "before" / "parallelism.ipynb")
-    nbformat.write(student_notebook(nb, chapter="parallelism"), tmp_path / "with" / "parallelism.ipynb")
+    nbformat.write(kept_all, tmp_path / "before" / "capstone.ipynb")
+    nbformat.write(student_notebook(nb, chapter="capstone"), tmp_path / "with" / "capstone.ipynb")
+    sources = [cell.source for cell in tagged]
     for cell in tagged:
         cell.metadata["tags"] = [t for t in cell.metadata["tags"] if t != ANSWERS_TAG]
-    nbformat.write(student_notebook(nb, chapter="parallelism"), tmp_path / "without" / "parallelism.ipynb")
-    before = scan([tmp_path / "before"], chapters=["parallelism"])
+    without = student_notebook(nb, chapter="capstone")
+    assert all(any(c.source == src for c in without.cells) for src in sources)  # handed out
+    before = scan([tmp_path / "before"], chapters=["capstone"])
     assert any(leak.what.startswith("answer") for leak in before)
-    assert any(leak.what.startswith("solution code") for leak in scan([tmp_path / "without"], chapters=["parallelism"]))
-    assert not scan([tmp_path / "with"], chapters=["parallelism"])
+    assert not scan([tmp_path / "with"], chapters=["capstone"])
 
 
 def test_a_later_cell_may_not_need_an_answers_cell():
