@@ -127,9 +127,9 @@ def optimal_fsdp_degree(cfg: TransformerConfig, tokens: float, n_gpus: int, *, b
 
 def memory_reserve_bytes(gpu: str | Accelerator, communicators: int = 4, fragmentation: float = 0.05) -> dict[str, int]:
     """The memory a GPU cannot give to the model state and activations, ``{"cuda_context",
-    "nccl", "fragmentation", "total"}`` bytes: the CUDA context (:data:`CUDA_CONTEXT_BYTES`), one
+    "nccl", "fragmentation", "total"}`` bytes: the CUDA context (:data:`~llmmath.sharding.CUDA_CONTEXT_BYTES`), one
     NCCL communicator per process group that runs collectives (``communicators``: tensor, pipeline,
-    data, expert and context parallelism have one each; :data:`NCCL_COMMUNICATOR_BYTES` each, a
+    data, expert and context parallelism have one each; :data:`~llmmath.sharding.NCCL_COMMUNICATOR_BYTES` each, a
     measurement on A100s) and the caching allocator's fragmentation, a share ``fragmentation`` of
     the memory (an assumption: it depends on the allocation pattern; PyTorch's
     ``expandable_segments`` reduces it). With the defaults an 80 GB H100 keeps 7.3 GB, close to
