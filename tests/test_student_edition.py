@@ -361,29 +361,30 @@ def test_a_glue_key_spelled_like_a_label_is_no_quotation():
 
 
 def test_answers_cell_is_dropped_and_would_leak(tmp_path):
-    """What the student edition did before the tag ``answers`` (the chapter's cells and outputs as
-    they are) gives capstone's answers away; without the tag the student notebook still carries
-    the code that computes them; with it, nothing. (The parallelism chapter, the first example,
-    now computes each answer inside its solution.)"""
-    from coursework.leaks import scan
+    """A cell tagged ``answers`` (code a later cell needs, whose output shows an answer) is handed
+    out without the tag, and the scan finds the answer it prints; with the tag the student notebook
+    drops it, and nothing leaks. No chapter needs the tag today (each computes its answers inside
+    its solutions), so the cell is planted in the capstone: the last answers cell the book had."""
 
+    answer = next(a for a in leaks.answers("capstone") if leaks._searchable(a))
     nb = read(ROOT / "chapters" / "capstone.ipynb")
-    tagged = [c for c in nb.cells if ANSWERS_TAG in c.metadata.get("tags", [])]
-    assert tagged, "capstone.ipynb has no answers cell any more: pick another chapter"
-    for name in ("before", "with"):
+    planted = nbformat.v4.new_code_cell(f"answer = {answer.value!r}\nprint(answer)",
+                                        metadata={"tags": [ANSWERS_TAG]})
+    planted.outputs = [nbformat.v4.new_output("stream", name="stdout",
+                                              text=f"{answer.value:,.6g}\n")]
+    nb.cells.append(planted)
+    for name in ("without", "with"):
         (tmp_path / name).mkdir()
-    kept_all = student_notebook(nb, chapter="capstone")
-    kept_all.cells = [c for c in nb.cells]  # every cell and output, as handed out before
-    nbformat.write(kept_all, tmp_path / "before" / "capstone.ipynb")
     nbformat.write(student_notebook(nb, chapter="capstone"), tmp_path / "with" / "capstone.ipynb")
-    sources = [cell.source for cell in tagged]
-    for cell in tagged:
-        cell.metadata["tags"] = [t for t in cell.metadata["tags"] if t != ANSWERS_TAG]
+    assert not any(c.source == planted.source for c in student_notebook(nb, chapter="capstone").cells)
+    planted.metadata["tags"] = []
     without = student_notebook(nb, chapter="capstone")
-    assert all(any(c.source == src for c in without.cells) for src in sources)  # handed out
-    before = scan([tmp_path / "before"], chapters=["capstone"])
-    assert any(leak.what.startswith("answer") for leak in before)
-    assert not scan([tmp_path / "with"], chapters=["capstone"])
+    assert any(c.source == planted.source for c in without.cells)  # handed out
+    without.cells = list(nb.cells)  # and its output with it, as the book shows it
+    nbformat.write(without, tmp_path / "without" / "capstone.ipynb")
+    found = leaks.scan([tmp_path / "without"], chapters=["capstone"])
+    assert any(leak.what.startswith(f"answer {answer.label}.{answer.part}") for leak in found)
+    assert not leaks.scan([tmp_path / "with"], chapters=["capstone"])
 
 
 def test_a_later_cell_may_not_need_an_answers_cell():
