@@ -39,6 +39,33 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: minutes of work, skipped unless --slow is given (see .ci/run)")
+    _fork_kernels(config)
+
+
+def _fork_kernels(config) -> None:
+    """nbval's kernels are forked from a server that imported torch & co. once (tests/kernel_fork.py).
+
+    The session's first process starts the server (xdist's workers inherit its socket's path);
+    every process that runs notebooks gives nbval the kernel command that asks it for a kernel.
+    """
+    import importlib.util
+    import os
+    import sys
+    from pathlib import Path
+
+    option = config.option
+    notebooks = getattr(option, "nbval", False) or getattr(option, "nbval_lax", False)
+    current_env = getattr(option, "nbval_current_env", False) or getattr(option, "current_env", False)
+    wanted = notebooks and current_env and os.environ.get("LLMMATH_FORK_KERNELS") != "0"
+    if not wanted or not sys.platform.startswith("linux"):
+        return
+    spec = importlib.util.spec_from_file_location("kernel_fork", Path(__file__).parent / "tests" / "kernel_fork.py")
+    kernel_fork = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(kernel_fork)
+    if not hasattr(config, "workerinput") and kernel_fork.SERVER_ENV not in os.environ:
+        server = kernel_fork.start_server()
+        config.add_cleanup(lambda: kernel_fork.stop_server(server))
+    kernel_fork.use_in_nbval()
 
 
 def pytest_collection_modifyitems(config, items):

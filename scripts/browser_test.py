@@ -268,12 +268,32 @@ BIG_INT = re.compile(r"(?<![\d,.])\d{5,}(?![\d,.]*\d)")
 async def check_page(page, url: str, rel: str, shots: Path | None, problems: list[str],
                advice: list[tuple[str, str, str]], stats: dict[str, int]) -> None:
     """Open ``url`` in ``page`` (a Playwright page); append what is wrong to ``problems``
-    (messages) and ``advice`` ((page, kind, example) triples)."""
+    (messages) and ``advice`` ((page, kind, example) triples).
+
+    The tab may have shown another page before (tabs are reused: a new tab per page cost a fifth
+    of the test's CPU): it is emptied first, so nothing that page still loads is reported here,
+    and this page's listeners are removed at the end.
+    """
     events: list[str] = []
-    page.on("console", lambda m: m.type == "error" and _console_error(m, events))
-    page.on("pageerror", lambda e: events.append(f"page error: {e}"))
-    page.on("requestfailed", lambda r: events.append(f"request failed: {r.url} ({r.failure})"))
-    page.on("response", lambda r: r.status >= 400 and events.append(f"HTTP {r.status}: {r.url}"))
+    if page.url != "about:blank":
+        await page.goto("about:blank")
+    listeners = {
+        "console": lambda m: m.type == "error" and _console_error(m, events),
+        "pageerror": lambda e: events.append(f"page error: {e}"),
+        "requestfailed": lambda r: events.append(f"request failed: {r.url} ({r.failure})"),
+        "response": lambda r: r.status >= 400 and events.append(f"HTTP {r.status}: {r.url}"),
+    }
+    for event, listener in listeners.items():
+        page.on(event, listener)
+    try:
+        await _check_page(page, url, rel, shots, problems, advice, stats, events)
+    finally:
+        for event, listener in listeners.items():
+            page.remove_listener(event, listener)
+
+
+async def _check_page(page, url: str, rel: str, shots: Path | None, problems: list[str],
+                      advice: list[tuple[str, str, str]], stats: dict[str, int], events: list[str]) -> None:
     await page.goto(url, wait_until="load", timeout=TIMEOUT_MS)
     if await page.evaluate("() => !!document.querySelector('script[src*=\"mathjax\"]')"):
         await page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise",
@@ -549,20 +569,23 @@ async def check_in_browser(pages: list[str], base: str, args: argparse.Namespace
                 print(f"  browser started: {time.perf_counter() - t0:.2f} s", flush=True)
             external: list[str] = []
             context.on("request", lambda r: r.url.startswith((base, "data:", "blob:")) or external.append(r.url))
-            slots = asyncio.Semaphore(max(1, args.workers))
+            tabs: asyncio.Queue = asyncio.Queue()  # one tab per worker, reused from page to page
+            for _ in range(max(1, args.workers)):
+                tabs.put_nowait(await context.new_page())
 
             async def one(rel: str) -> None:
-                async with slots:
+                page = await tabs.get()
+                t_page = time.perf_counter()
+                try:
+                    await check_page(page, base + rel, rel, shots, problems, advice, stats)
+                    if args.verbose:
+                        print(f"  {rel}: {time.perf_counter() - t_page:.2f} s", flush=True)
+                except Exception as err:  # noqa: BLE001 - one broken page must not hide the others
+                    problems.append(f"{rel}: check aborted: {type(err).__name__}: {err}")
+                    await page.close()  # it may hang: the next page gets a fresh tab
                     page = await context.new_page()
-                    t_page = time.perf_counter()
-                    try:
-                        await check_page(page, base + rel, rel, shots, problems, advice, stats)
-                        if args.verbose:
-                            print(f"  {rel}: {time.perf_counter() - t_page:.2f} s", flush=True)
-                    except Exception as err:  # noqa: BLE001 - one broken page must not hide the others
-                        problems.append(f"{rel}: check aborted: {type(err).__name__}: {err}")
-                    finally:
-                        await page.close()
+                finally:
+                    tabs.put_nowait(page)
 
             async def pages_then_search() -> int:
                 await asyncio.gather(*(one(rel) for rel in pages))
