@@ -25,6 +25,8 @@ from .hardware import Accelerator, accelerator
 __all__ = [
     "SHARDING_IMPLEMENTATIONS",
     "MEMORY_RESERVE",
+    "CUDA_CONTEXT_BYTES",
+    "NCCL_COMMUNICATOR_BYTES",
     "zero_shard_numel",
     "optimal_fsdp_degree",
     "memory_reserve_bytes",

@@ -467,7 +467,10 @@ async def check_search(context, base: str, problems: list[str], shots: Path | No
     await page.goto(f"{base}{edition}search.html?q={term}", wait_until="load", timeout=TIMEOUT_MS)
     try:
         await page.wait_for_function(
-            "() => document.querySelector('#search-results p.search-summary, .search-summary')",
+            # Sphinx adds the (empty) summary when the search starts, its text when the last
+            # result is shown: wait for the text, or the results are read half displayed
+            "() => { const s = document.querySelector('#search-results p.search-summary');"
+            " return s && s.textContent.trim() !== ''; }",
             timeout=TIMEOUT_MS)
     except Exception:  # noqa: BLE001 - Playwright's TimeoutError: report it
         problems.append(f"search: no search summary for {term!r} within {TIMEOUT_MS} ms")
