@@ -42,9 +42,13 @@ __all__ = [
 class LinearGrads(NamedTuple):
     """Gradients of a scalar loss through ``Y = A X + B`` and the matmul FLOPs spent on them."""
 
+    #: gradient of the loss with respect to ``X``
     dx: np.ndarray
+    #: gradient with respect to ``A``
     da: np.ndarray
+    #: gradient with respect to ``B``
     db: np.ndarray
+    #: matmul FLOPs of the two gradient products
     flops: int
 
 

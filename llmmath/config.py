@@ -82,8 +82,10 @@ _BOUND_WHY = {
 class LayerSpec(NamedTuple):
     """What may differ between two layers of one model: the attention type and the MLP type."""
 
-    attention: str  # "full" | "sliding"
-    mlp: str  # "dense" | "moe"
+    #: ``"full"`` or ``"sliding"`` (a sliding window)
+    attention: str
+    #: ``"dense"`` or ``"moe"`` (a mixture of experts)
+    mlp: str
 
 
 @dataclass(frozen=True)

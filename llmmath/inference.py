@@ -936,9 +936,10 @@ def prefill_times(
     """A prefill of ``batch`` prompts of ``prompt`` tokens on ``tp`` accelerators, term by term
     as :func:`decode_step_times`: ``weights_read``, ``matmul_compute``, ``kv_write`` (the cache it
     writes), ``attention_compute`` (the **causal** pairs a fused kernel computes,
-    ``skip_masked=True``: every pair would overstate a lower bound by ``(s + 1) / (2 s)`` of the
-    attention), ``communication`` (``2L`` all-reduces of ``b s h`` values: as large as the compute
-    for a 70B model on eight GPUs), ``kernels`` and ``seconds``: the bound
+    ``skip_masked=True``; they are ``(s + 1) / (2 s)`` of all pairs, so counting every pair would
+    overstate the attention of a lower bound ``2 s / (s + 1)``-fold), ``communication`` (``2L``
+    all-reduces of ``b s h`` values: as large as the compute for a 70B model on eight GPUs),
+    ``kernels`` and ``seconds``: the bound
     ``max(kernels, communication)``, all of the communication overlapped (a prompt split in chunks
     hides each chunk's all-reduces behind the next chunk's products; only the last chunk's stay
     exposed, which the bound neglects), or the prediction ``kernels + communication`` (vLLM's

@@ -371,9 +371,10 @@ def kv_cache_bytes(
 ) -> int:
     """Bytes of the key/value cache after ``context`` tokens of each of ``batch`` sequences.
 
-    Per layer and cached token, one key of width ``d_kv = a_kv d_head`` and one value of width
-    ``d_v = a_kv d_v``: ``2 L b context a_kv d_head bytes_per_value`` when every layer attends to
-    every earlier token. GQA (``a_kv < a``) and MQA (``a_kv = 1``) shrink it by ``a / a_kv``.
+    Per layer and cached token, one key of width ``d_kv = a_kv d_head`` and one value of width ``d_v
+    = a_kv d_vh`` (``d_vh`` a value head's width, ``d_head`` in most models): ``2 L b context a_kv
+    d_head bytes_per_value`` when every layer attends to every earlier token. GQA (``a_kv < a``) and
+    MQA (``a_kv = 1``) shrink it by ``a / a_kv``.
     Read from the config's layer pattern:
 
     - a sliding-window layer keeps only the last ``w - 1`` tokens (the next token is the ``w``-th

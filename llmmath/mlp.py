@@ -40,6 +40,7 @@ __all__ = [
     "training_step_flops",
 ]
 
+#: The activation functions an :class:`MLPSpec` accepts (its hidden layers' ``activation``).
 MLP_ACTIVATIONS = ("identity", "relu", "tanh")
 
 

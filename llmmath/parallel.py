@@ -151,7 +151,7 @@ def collective_bytes(kind: str, n: int, message_bytes: float, algorithm: str = "
     into the switch, which adds; the GPU stores its reduced slice ``M/n``, which the switch
     multicasts; the serving chapter's :func:`llmmath.allreduce_cost` counts it so), ``sharp``
     (InfiniBand SHARP) ``M`` (up the switch tree once, the sum down once); they send less than the
-    ring from ``n = 4`` and ``n = 3`` GPUs (at ``n = 2`` the ring's ``M`` is least). ``pairwise`` moves the
+    ring from ``n = 4`` and ``n = 3`` GPUs (at ``n = 2`` the ring's ``M`` ties with ``sharp``). ``pairwise`` moves the
     all-to-all's bytes in ``n-1`` steps. Derived in chapter :doc:`/chapters/parallelism`.
     """
     kind, n, algorithm = _check_collective(kind, n, algorithm)

@@ -8,9 +8,10 @@ its :class:`~llmmath.LayerSpec` (dense or mixture-of-experts MLP), so every coun
 :doc:`/chapters/parameter-counts`.
 
 Symbols: ``L`` layers, ``h`` hidden size, ``e`` embedding width (``h`` except OPT-350m), ``V``
-vocabulary, ``S`` learned positions (plus the implementation's offset), ``T`` token types,
-``d_q = a d_head`` query width, ``d_kv = a_kv d_head`` key width, ``d_v = a_kv d_v`` value width,
-``d_ff`` MLP width, ``E`` experts of width ``d_e`` of which ``k`` are used per token, ``d_s`` the
+vocabulary, ``S`` learned positions (plus the implementation's offset), ``T`` token types, ``d_q = a
+d_head`` query width, ``d_kv = a_kv d_head`` key width, ``d_v = a_kv d_vh`` value width (``d_vh`` a
+value head's width, ``d_head`` in most models), ``d_ff`` MLP width, ``E`` experts of width ``d_e``
+of which ``k`` are used per token, ``d_s`` the
 shared experts' width, ``n`` norm parameters per normalised vector (``2h`` for LayerNorm, ``h``
 for RMSNorm and bias-free LayerNorm); MLA: ``r_q``, ``r_kv`` latent widths, ``d_r`` rotary dims.
 """
@@ -134,9 +135,9 @@ def param_breakdown(cfg: TransformerConfig) -> dict[str, int]:
     - ``embedding_norm``: the norm after the embeddings (BERT), ``n``.
     - ``embedding_projection``: ``2 e h`` when ``e != h`` (OPT-350m's ``project_in`` and
       ``project_out``, no biases).
-    - ``attention``: per layer ``h d_q + h d_kv + h d_v + d_q h`` (Q, K, V and output; MLA's
-      low-rank projections instead: ``h r_q + r_q a d_head + h (r_kv + d_r) + r_kv a (d_head - d_r + d_v)
-      + a d_v h``), twice in a layer with cross-attention.
+    - ``attention``: per layer ``h d_q + h d_kv + h d_v + a d_vh h`` (Q, K, V and output; MLA's
+      low-rank projections instead: ``h r_q + r_q a d_head + h (r_kv + d_r) + r_kv a (d_head - d_r + d_vh)
+      + a d_vh h``), twice in a layer with cross-attention.
     - ``attention_bias``: per layer ``(d_q + d_kv + d_v) * qkv_bias + h * out_bias``.
     - ``mlp``: per dense layer ``m h d_ff`` weights with ``m = 2`` (plain) or ``3`` (gated); per
       mixture-of-experts layer ``E m h d_e`` (the routed experts).

@@ -33,7 +33,9 @@ __all__ = [
     "format_bytes",
 ]
 
+#: Bytes in a kilobyte, megabyte, gigabyte and terabyte (decimal SI prefixes: powers of 1000).
 KB, MB, GB, TB = 10**3, 10**6, 10**9, 10**12
+#: Bytes in a kibibyte, mebibyte, gibibyte and tebibyte (binary IEC prefixes: powers of 1024).
 KiB, MiB, GiB, TiB = 2**10, 2**20, 2**30, 2**40
 
 #: Unit name -> bytes in one unit (decimal SI prefixes and binary IEC prefixes).

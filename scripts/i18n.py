@@ -258,7 +258,7 @@ def counts(catalog) -> dict[str, int]:
 
 
 # --------------------------------------------------------------------------- checks of catalogs
-ROLE = re.compile(r"\{([A-Za-z][\w:+-]*)\}`([^`]*)`")
+ROLE = re.compile(r"(?<![_^])\{([A-Za-z][\w:+-]*)\}`([^`]*)`")  # not TeX such as ``M_{i-1}``
 CODE = re.compile(r"(``+|`)(.+?)\1")
 MATH = re.compile(r"(?<!\\)\$\$(.+?)(?<!\\)\$\$|(?<![\\$])\$(?!\$)(.+?)(?<!\\)\$")
 EXPLICIT = re.compile(r"^(.*?)\s*<([^<>]+)>$", re.S)
