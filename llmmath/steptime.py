@@ -697,6 +697,9 @@ def _assemble(ing: _Ingredients, eff: _Eff, mode: str, overlap: tuple[str, ...])
         step = max(step, link_bound)
     for r in range(p):
         by_kind[r]["dp"] += dp_exposed[r]
+    # the breakdown is the step's: its data-parallel part is the stage whose reduction the step
+    # waits for, which need not be the busiest stage (a lighter stage with more parameters)
+    by_kind[busiest]["dp"] += max(dp_exposed) - dp_exposed[busiest]
     hw = sum(
         (3 * (c.linear + c.scores + c.values + c.head)
          + ((c.linear + c.scores + c.values) if c.full else 0)
@@ -788,8 +791,8 @@ def step_time(
     of :data:`MODES` (see the module docstring for every term and overlap window).
 
     ``mode="bound"``: a lower bound on the step of this layout (kernels at the peak of
-    ``precision``, links at nominal bandwidth, no latency, every possible overlap). ``mode=
-    "predicted"``: kernels and links at the efficiencies fitted to published runs
+    ``precision``, links at nominal bandwidth, no latency, every possible overlap).
+    ``mode="predicted"``: kernels and links at the efficiencies fitted to published runs
     (:func:`llmmath.calibration.calibrated_efficiencies`; ``efficiency`` overrides the kernels',
     ``link_efficiency`` the links', one number or ``(scale_up, scale_out)``), the overlaps in
     ``overlap`` (default :data:`PREDICTED_OVERLAP`). ``flash_attention``: a fused attention kernel
@@ -801,7 +804,8 @@ def step_time(
     parallelism's exchanges, in-switch all-reduces, the hierarchical node-limited expert dispatch,
     with the accelerator's scale-up domain as the node).
     Returns ``mode``, ``step`` (seconds), ``compute``, ``bubble`` and ``exposed_communication`` of the
-    slowest pipeline GPU (``exposed``: by kind, ``predicted`` only), ``dp_exposed`` (the
+    slowest pipeline GPU (``exposed``: by kind, ``predicted`` only, with the data-parallel time the
+    step waits for, which may be another stage's), ``dp_exposed`` (the
     data-parallel collectives of the step that do not hide, on the GPU where most stays exposed),
     ``optimizer``, ``link_bound``
     (``bound``: the busiest link's seconds), ``tokens_per_second``, ``model_flops``,

@@ -191,6 +191,20 @@ def test_zero3_with_pipeline_is_refused_and_skipped():
     assert all(p.bound <= p.step for p in plans)
 
 
+@pytest.mark.parametrize("pp,dp,m", [(2, 8, 1), (4, 8, 4), (4, 64, 1), (4, 64, 4)])
+def test_exposed_breakdown_adds_up_to_the_step(pp, dp, m):
+    """The predicted step's exposed communication, kind by kind, adds up to its total: the
+    data-parallel part is the reduction the step waits for, which in a pipeline may be another
+    stage's than the busiest one (the first stage holds the embedding). It was the busiest
+    stage's, zero in these layouts while the step waited for the first stage's."""
+    cfg = preset("llama-3-8b")
+    lay = layout_for(cfg, n_gpus=pp * dp, tp=1, pp=pp, global_batch_tokens=pp * dp * m * 4096,
+                     seq=4096)
+    est = step_time(cfg, lay, 4096, "H100", mode="predicted")
+    assert sum(est["exposed"].values()) == pytest.approx(est["exposed_communication"], rel=1e-9)
+    assert est["exposed"]["dp"] == pytest.approx(est["dp_exposed"], rel=1e-9)
+
+
 def test_modes_are_never_mixed():
     cfg, lay = preset("gpt2"), Layout(dp=2)
     with pytest.raises(ValueError, match="bound"):
