@@ -232,8 +232,27 @@ SITE_PACKAGES = "/lib/python3.12/site-packages"  # where Pyodide installs a whee
 STDLIB_ZIP = "/lib/python312.zip"  # where Pyodide mounts python_stdlib.zip
 
 
+# Added to Pyodide's standard library before it is compiled (see lite/stdlib/): ``sitecustomize``
+# (the working folder's listing read once per cell, not at every import), and a faster
+# ``unpack_buffer`` appended to ``pyodide/_package_loader.py`` (every package is unpacked at every
+# start of the kernel).
+STDLIB_ADDITIONS = {"sitecustomize.py": "sitecustomize.py",
+                    "pyodide/_package_loader.py": "package_loader_unpack.py"}  # in the zip: from lite/stdlib/
+
+
+def _stdlib_additions(src: Path) -> None:
+    """Write :data:`STDLIB_ADDITIONS` into the unpacked standard library ``src`` (a new file, or
+    appended to an existing one)."""
+    for name, addition in STDLIB_ADDITIONS.items():
+        target = src / name
+        text = (LITE_SRC / "stdlib" / addition).read_text()
+        target.write_text((target.read_text() if target.is_file() else "") + text)
+
+
 def _compile_key(core: Path, path: Path, drop_tests: bool, keep_sources: bool) -> str:
     parts = [core.name, NODE_SCRIPT, REPACK, sha256(path), str(drop_tests), str(keep_sources)]
+    if path.name == "python_stdlib.zip":
+        parts += [(LITE_SRC / "stdlib" / a).read_text() for a in STDLIB_ADDITIONS.values()]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
 
 
@@ -307,6 +326,8 @@ def compiled_in_pyodide(core: Path, archives: dict[str, Path], drop_tests: froze
         for i, (key, path) in enumerate(todo.items()):
             with zipfile.ZipFile(path) as z:
                 z.extractall(tmp / "src" / str(i))
+            if path.name == "python_stdlib.zip":
+                _stdlib_additions(tmp / "src" / str(i))
             plan[str(i)] = [STDLIB_ZIP if path.name == "python_stdlib.zip" else SITE_PACKAGES, key not in keep_sources]
         (tmp / "plan.json").write_text(json.dumps(plan))
         script = tmp / "compile.js"
