@@ -41,25 +41,39 @@ def _cell() -> int | None:
     return _cells[0]
 
 
+def _listing(path: str) -> set[str]:
+    """The names in the folder ``path``: one request on the browser's drive (``os.listdir``
+    would ask the page about each name as well)."""
+    try:
+        import pyodide_js
+
+        return set(pyodide_js.FS.readdir(path).to_py())
+    except Exception:  # noqa: BLE001 - not in Pyodide, or not a folder: as Python would
+        return set(os.listdir(path))
+
+
 class _WorkingFolderFinder:
     """The finder of ``''`` (the working folder) that reads the folder once per cell."""
 
     def __init__(self, path: str) -> None:
         self._path = path
-        self._finder = None
+        self._names = self._finder = None
         self._key = -1
 
     def invalidate_caches(self) -> None:
-        self._finder = None
+        self._names = self._finder = None
 
     def find_spec(self, fullname, target=None):
         key = _cell()
-        if self._finder is None or key != self._key:
-            self._finder, self._key = _path_hook(self._path), key
-            return self._finder.find_spec(fullname, target)  # reads the listing
+        if self._names is None or key != self._key:
+            try:
+                self._names, self._key, self._finder = _listing(self._path), key, None
+            except OSError:
+                return None
         name = fullname.rpartition(".")[2]
-        cache = self._finder._path_cache
-        if name in cache or any(name + suffix in cache for suffix in all_suffixes()):
+        if name in self._names or any(name + suffix in self._names for suffix in all_suffixes()):
+            if self._finder is None:  # Python's finder, for what the folder holds
+                self._finder = _path_hook(self._path)
             return self._finder.find_spec(fullname, target)
         return None  # not in the listing read for this cell
 
