@@ -249,10 +249,32 @@ def _stdlib_additions(src: Path) -> None:
         target.write_text((target.read_text() if target.is_file() else "") + text)
 
 
+# Changes to a bundled package's sources, made before it is compiled: (its archive's name starts
+# with, file, text, replacement). IPython's __init__ imports its terminal (prompt_toolkit and the
+# terminal's shell, for ``IPython.embed``), which a kernel never uses: 0.1 s of the kernel's start in
+# Pyodide; ``IPython.embed`` imports it when called.
+SOURCE_PATCHES = [
+    ("ipython-", "IPython/__init__.py", "from .terminal.embed import embed\n",
+     "\n\ndef embed(*args, **kwargs):  # (the llmmath book: imports the terminal when called)\n"
+     "    from .terminal.embed import embed\n\n    return embed(*args, **kwargs)\n\n"),
+]
+
+
+def _patch_sources(name: str, src: Path) -> None:
+    """Apply :data:`SOURCE_PATCHES` of the archive ``name`` to its unpacked sources ``src``."""
+    for prefix, file, old, new in SOURCE_PATCHES:
+        if name.startswith(prefix):
+            text = (src / file).read_text()
+            if text.count(old) != 1:
+                raise BundleError(f"{name}: {file} has no single {old!r} to replace (lite: SOURCE_PATCHES)")
+            (src / file).write_text(text.replace(old, new))
+
+
 def _compile_key(core: Path, path: Path, drop_tests: bool, keep_sources: bool) -> str:
     parts = [core.name, NODE_SCRIPT, REPACK, sha256(path), str(drop_tests), str(keep_sources)]
     if path.name == "python_stdlib.zip":
         parts += [(LITE_SRC / "stdlib" / a).read_text() for a in STDLIB_ADDITIONS.values()]
+    parts += [repr(p) for p in SOURCE_PATCHES if path.name.startswith(p[0])]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
 
 
@@ -328,6 +350,7 @@ def compiled_in_pyodide(core: Path, archives: dict[str, Path], drop_tests: froze
                 z.extractall(tmp / "src" / str(i))
             if path.name == "python_stdlib.zip":
                 _stdlib_additions(tmp / "src" / str(i))
+            _patch_sources(path.name, tmp / "src" / str(i))
             plan[str(i)] = [STDLIB_ZIP if path.name == "python_stdlib.zip" else SITE_PACKAGES, key not in keep_sources]
         (tmp / "plan.json").write_text(json.dumps(plan))
         script = tmp / "compile.js"
@@ -541,6 +564,12 @@ def package_imports(package: Path) -> set[str]:
     return {n for n in found if n not in sys.stdlib_module_names and n != package.name and n != "__future__"}
 
 
+# Dependencies of Pyodide's lock that the package's own metadata does not name, left out of the
+# edition's lock (the package stays bundled, and a cell that imports it loads it): matplotlib 3.8
+# does not require pytz (615 files, unpacked at every start).
+LOCK_DEPENDS_DROPPED = {"matplotlib": {"pytz"}}
+
+
 def site_lock(official: dict, files: dict[str, Path], own: dict[str, Path]) -> dict:
     """The edition's ``pyodide-lock.json``: every package it bundles, each with its file's sha256.
 
@@ -552,6 +581,8 @@ def site_lock(official: dict, files: dict[str, Path], own: dict[str, Path]) -> d
     packages = {}
     for name, path in files.items():
         packages[name] = dict(official["packages"][name], sha256=sha256(path))
+        dropped = LOCK_DEPENDS_DROPPED.get(name, set())
+        packages[name]["depends"] = [d for d in packages[name]["depends"] if d not in dropped]
     metas = {p: wheel_metadata(p) for p in own.values()}
     known = set(packages) | {m["name"] for m in metas.values()}
     for path, meta in metas.items():
