@@ -31,9 +31,11 @@ How it starts fast: every Python file is compiled to bytecode once, in Pyodide u
 (:func:`compiled_in_pyodide`; Pyodide 0.27 ships sources and compiles at every import); the
 site's own ``pyodide-lock.json`` (:func:`site_lock`) lists every file it serves with its sha256,
 so the kernel preloads what it imports at start (:data:`KERNEL_PACKAGES`) and a cell loads only
-what it imports; matplotlib's font list is built once (:func:`with_fontlist`); Pyodide's folder
-is named after its files' hash and ``lite/service-worker.js`` keeps the files that never change
-in the browser (:func:`service_worker`).
+what it imports; matplotlib's font list is built once (:func:`with_fontlist`); the standard
+library gets a faster unpacking of wheels and a working folder listed once per cell
+(:data:`STDLIB_ADDITIONS`), IPython its terminal imported on demand (:data:`SOURCE_PATCHES`);
+Pyodide's folder is named after its files' hash and ``lite/service-worker.js`` keeps the files
+that never change in the browser (:func:`service_worker`).
 """
 
 from __future__ import annotations
