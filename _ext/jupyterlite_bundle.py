@@ -255,11 +255,30 @@ def _stdlib_additions(src: Path) -> None:
 # with, file, text, replacement). IPython's __init__ imports its terminal (prompt_toolkit and the
 # terminal's shell, for ``IPython.embed``), which a kernel never uses: 0.1 s of the kernel's start in
 # Pyodide; ``IPython.embed`` imports it when called.
+# jedi's type stubs (typeshed and django-stubs, 1,782 of its 1,866 files: a third of the kernel's
+# unpacking) travel as one archive in the wheel (:data:`PACKED_FOLDERS`), unpacked by jedi the
+# first time it looks for a stub (a completion), not at every start.
+_JEDI_STUBS = "jedi/inference/gradual/typeshed.py"
 SOURCE_PATCHES = [
     ("ipython-", "IPython/__init__.py", "from .terminal.embed import embed\n",
      "\n\ndef embed(*args, **kwargs):  # (the llmmath book: imports the terminal when called)\n"
      "    from .terminal.embed import embed\n\n    return embed(*args, **kwargs)\n\n"),
+    ("jedi-", _JEDI_STUBS, "PathInfo = namedtuple('PathInfo', 'path is_third_party')\n",
+     "PathInfo = namedtuple('PathInfo', 'path is_third_party')\n\n\n"
+     "def _unpack_third_party():  # (the llmmath book: the stubs come as one archive, unpacked when needed)\n"
+     "    archive = _jedi_path.joinpath('third_party.zip')\n"
+     "    if archive.is_file() and not _jedi_path.joinpath('third_party').is_dir():\n"
+     "        import zipfile\n\n"
+     "        with zipfile.ZipFile(archive) as z:\n"
+     "            z.extractall(_jedi_path)\n"),
+    ("jedi-", _JEDI_STUBS, "    check_version_list = ['2and3', '3']\n",
+     "    _unpack_third_party()\n    check_version_list = ['2and3', '3']\n"),
+    ("jedi-", _JEDI_STUBS, "    if parent_module_value is None and len(import_names) > 1:\n",
+     "    _unpack_third_party()\n    if parent_module_value is None and len(import_names) > 1:\n"),
 ]
+# Folders of a package zipped into one file of its wheel, ``<folder>.zip`` (its members named from the
+# folder's parent), for files its code reads only now and then (see the jedi patches above).
+PACKED_FOLDERS = [("jedi-", "jedi/third_party")]
 
 
 def _patch_sources(name: str, src: Path) -> None:
@@ -272,11 +291,25 @@ def _patch_sources(name: str, src: Path) -> None:
             (src / file).write_text(text.replace(old, new))
 
 
+def _pack_folders(name: str, src: Path) -> None:
+    """Zip each of :data:`PACKED_FOLDERS` of the archive ``name`` (unpacked in ``src``) into one file."""
+    for prefix, folder in PACKED_FOLDERS:
+        if name.startswith(prefix):
+            root = src / folder
+            if not root.is_dir():
+                raise BundleError(f"{name} has no {folder} to pack (lite: PACKED_FOLDERS)")
+            with zipfile.ZipFile(root.with_name(root.name + ".zip"), "w", zipfile.ZIP_DEFLATED) as z:
+                for f in sorted(root.rglob("*")):
+                    if f.is_file():
+                        z.write(f, f.relative_to(root.parent).as_posix())
+            shutil.rmtree(root)
+
+
 def _compile_key(core: Path, path: Path, drop_tests: bool, keep_sources: bool) -> str:
     parts = [core.name, NODE_SCRIPT, REPACK, sha256(path), str(drop_tests), str(keep_sources)]
     if path.name == "python_stdlib.zip":
         parts += [(LITE_SRC / "stdlib" / a).read_text() for a in STDLIB_ADDITIONS.values()]
-    parts += [repr(p) for p in SOURCE_PATCHES if path.name.startswith(p[0])]
+    parts += [repr(p) for p in SOURCE_PATCHES + PACKED_FOLDERS if path.name.startswith(p[0])]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
 
 
@@ -353,6 +386,7 @@ def compiled_in_pyodide(core: Path, archives: dict[str, Path], drop_tests: froze
             if path.name == "python_stdlib.zip":
                 _stdlib_additions(tmp / "src" / str(i))
             _patch_sources(path.name, tmp / "src" / str(i))
+            _pack_folders(path.name, tmp / "src" / str(i))
             plan[str(i)] = [STDLIB_ZIP if path.name == "python_stdlib.zip" else SITE_PACKAGES, key not in keep_sources]
         (tmp / "plan.json").write_text(json.dumps(plan))
         script = tmp / "compile.js"
