@@ -29,12 +29,54 @@
     notebook.then((nb) => {
       const cell = ((nb && nb.cells) || []).find((c) => c.cell_type === "code" && [].concat(c.source).join(""));
       if (cell) {
-        return pyodide.loadPackagesFromImports([].concat(cell.source).join(""));
+        const code = [].concat(cell.source).join("");
+        return pyodide.loadPackagesFromImports(code).then(() => preImport(pyodide, code));
       }
     }).catch((err) => console.warn("kernel-prewarm: first cell's packages", err));
     return pyodide;
   });
   let given = false;
+
+  // The first cell's imports of packages (top-level modules of the lock's packages; not of the
+  // notebook's folder, not mounted yet), imported before the cell asks for them; what they write
+  // (a warning) is written when the first cell starts, in its output, as if the cell had imported
+  // them. A module that fails to import is left to the cell, which reports the error.
+  const PRE_IMPORT = `
+import contextlib, io, sys
+
+def pre_import(names):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        for name in names:
+            try:
+                __import__(name)
+            except BaseException:
+                pass
+    if out.getvalue() or err.getvalue():
+        from pyodide_kernel import ipython_shell
+
+        def replay(info=None):
+            ipython_shell.events.unregister("pre_run_cell", replay)
+            sys.stdout.write(out.getvalue())
+            sys.stderr.write(err.getvalue())
+
+        ipython_shell.events.register("pre_run_cell", replay)
+`;
+  function preImport(pyodide, code) {
+    const lock = pyodide._api._import_name_to_package_name;
+    const found = pyodide.pyodide_py.code.find_imports(code);
+    const names = [...new Set(found.toJs().map((name) => name.split(".")[0]))].filter((name) => lock.has(name));
+    found.destroy();
+    const scope = pyodide.globals.get("dict")();  // not the notebook's namespace
+    try {
+      pyodide.runPython(PRE_IMPORT, { globals: scope });
+      scope.get("pre_import")(pyodide.toPy(names));
+    } catch (err) {
+      console.warn("kernel-prewarm: the first cell's imports", err);
+    } finally {
+      scope.destroy();
+    }
+  }
 
   function same(options) {
     const { indexURL, packages, ...rest } = options || {};
