@@ -36,6 +36,8 @@ library gets a faster unpacking of wheels and a working folder listed once per c
 (:data:`STDLIB_ADDITIONS`), IPython its terminal imported on demand (:data:`SOURCE_PATCHES`);
 Pyodide's folder is named after its files' hash and ``lite/service-worker.js`` keeps the files
 that never change in the browser (:func:`service_worker`).
+The notebook page starts the kernel's worker, Pyodide and the first cell's packages while the app
+starts, not after it (:func:`kernel_prewarm`).
 """
 
 from __future__ import annotations
@@ -910,6 +912,7 @@ def build_site(out: Path, notebooks: list[Path], pyodide: str = "local") -> dict
                  "favicon-notebook", "favicon-terminal"):
         shutil.copy2(out / "notebooks" / "favicon.ico", favicons / f"{name}.ico")
 
+    kernel_prewarm(out, kernel)
     service_worker(out)
 
     files = out / "files"
@@ -933,6 +936,47 @@ def build_site(out: Path, notebooks: list[Path], pyodide: str = "local") -> dict
         sizes["pyodide_packages"] = sum(v for k, v in files.items() if k in pyodide_names)
         sizes["own_packages"] = sum(files.values()) - sizes["core"] - sizes["pyodide_packages"]
     return sizes
+
+
+# --------------------------------------------------------------------------- the kernel, started early
+# The kernel's worker is created when the notebook's session asks for a kernel, after JupyterLite's
+# app has started (about 2 s on a warm visit, on the page's main thread). The notebook page creates
+# it at once instead (lite/kernel-prewarm-page.js, inlined in notebooks/index.html), as
+# lite/kernel-prewarm.js: it starts Pyodide with the kernel's packages, imports the kernel and loads
+# the packages of the notebook's first code cell, then runs the extension's worker script as it is,
+# which is given that Pyodide when it asks with the same options. The kernel gets this worker when it
+# creates its own (the page's Worker, replaced until then); anything else gets a new one.
+_KERNEL_WORKER = re.compile(r"crossOriginIsolated\?new Worker\(new URL\(\w+\.p\+\w+\.u\(\d+\),\w+\.b\),"
+                            r"\{type:void 0\}\):new Worker\(new URL\(\w+\.p\+\w+\.u\((\d+)\),\w+\.b\)")
+
+
+def kernel_prewarm(out: Path, kernel: dict) -> str:
+    """Write the early worker into the kernel extension's folder of the site ``out`` (named after its
+    sha256, as the app's bundles) and its starter into ``notebooks/index.html``; return its name."""
+    static = out / "extensions" / KERNEL_EXTENSION / "static"
+    ids = {m[1] for f in static.glob("*.js") for m in _KERNEL_WORKER.finditer(f.read_text(encoding="utf-8"))}
+    workers = [p for i in ids for p in static.glob(f"{i}.*.js")]
+    if len(workers) != 1:
+        raise BundleError(f"{KERNEL_EXTENSION}: no single kernel worker script found ({ids}, {workers})")
+    fill = {"__LLMMATH_TO_LITE__": WORKER_TO_LITE, "__LLMMATH_PYODIDE_URL__": kernel["pyodideUrl"],
+            "__LLMMATH_PACKAGES__": json.dumps(kernel["loadPyodideOptions"]["packages"]),
+            "__LLMMATH_KERNEL_WORKER__": workers[0].name}
+    text = (LITE_SRC / "kernel-prewarm.js").read_text()
+    for key, value in fill.items():
+        text = text.replace(key, value)
+    name = f"kernel-prewarm.{hashlib.sha256(text.encode()).hexdigest()[:20]}.js"
+    (static / name).write_text(text)
+    page = (LITE_SRC / "kernel-prewarm-page.js").read_text()
+    fill = {"__LLMMATH_EXTENSION__": f"../extensions/{KERNEL_EXTENSION}/static/", "__LLMMATH_PREWARM__": name,
+            "__LLMMATH_KERNEL_WORKER__": workers[0].name}
+    for key, value in fill.items():
+        page = page.replace(key, value)
+    index = out / "notebooks" / "index.html"
+    html = index.read_text(encoding="utf-8")
+    if html.count("<head>\n") != 1:
+        raise BundleError(f"{index}: no single <head> to add the kernel's early start to")
+    index.write_text(html.replace("<head>\n", f"<head>\n    <script>\n{page}    </script>\n"), encoding="utf-8")
+    return name
 
 
 # --------------------------------------------------------------------------- the browser's cache

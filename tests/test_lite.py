@@ -224,6 +224,29 @@ def test_the_service_worker_keeps_only_hashed_paths():
     assert template.count("__LLMMATH_VERSION__") == 1 and template.count("__LLMMATH_IMMUTABLE__") == 1
 
 
+def test_the_kernel_worker_starts_early_under_a_hashed_name(tmp_path):
+    static = tmp_path / "extensions" / bundle.KERNEL_EXTENSION / "static"
+    static.mkdir(parents=True)
+    (static / "592.dfd0b9431bfb4edbbcd2.js").write_text(
+        "initWorker(e){return crossOriginIsolated?new Worker(new URL(n.p+n.u(620),n.b),{type:void 0}):"
+        "new Worker(new URL(n.p+n.u(352),n.b),{type:void 0})}")
+    (static / "352.cc74f63a8f779ace30b6.js").write_text("/* the kernel's worker */")
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "notebooks" / "index.html").write_text("<html>\n  <head>\n  </head>\n</html>\n")
+    kernel = {"pyodideUrl": "./static/pyodide-0123456789ab/pyodide.js",
+              "loadPyodideOptions": {"packages": bundle.KERNEL_PACKAGES}}
+    name = bundle.kernel_prewarm(tmp_path, kernel)
+    worker = (static / name).read_text()
+    assert re.search(bundle.IMMUTABLE, f"/lite/extensions/x/static/{name}")
+    assert '"352.cc74f63a8f779ace30b6.js"' in worker and "./static/pyodide-0123456789ab/pyodide.js" in worker
+    assert "__LLMMATH_" not in worker and json.dumps(bundle.KERNEL_PACKAGES) in worker
+    page = (tmp_path / "notebooks" / "index.html").read_text()
+    assert name in page and "352.cc74f63a8f779ace30b6.js" in page and "__LLMMATH_" not in page
+    (static / "592.dfd0b9431bfb4edbbcd2.js").write_text("another version of the extension")
+    with pytest.raises(bundle.BundleError):
+        bundle.kernel_prewarm(tmp_path, kernel)
+
+
 def test_folder_version_changes_with_any_file(tmp_path):
     (tmp_path / "a").write_bytes(b"1")
     first = bundle.folder_version(tmp_path)
