@@ -912,6 +912,7 @@ def build_site(out: Path, notebooks: list[Path], pyodide: str = "local") -> dict
                  "favicon-notebook", "favicon-terminal"):
         shutil.copy2(out / "notebooks" / "favicon.ico", favicons / f"{name}.ico")
 
+    kernel_drive(out)
     kernel_prewarm(out, kernel)
     service_worker(out)
 
@@ -948,6 +949,35 @@ def build_site(out: Path, notebooks: list[Path], pyodide: str = "local") -> dict
 # creates its own (the page's Worker, replaced until then); anything else gets a new one.
 _KERNEL_WORKER = re.compile(r"crossOriginIsolated\?new Worker\(new URL\(\w+\.p\+\w+\.u\(\d+\),\w+\.b\),"
                             r"\{type:void 0\}\):new Worker\(new URL\(\w+\.p\+\w+\.u\((\d+)\),\w+\.b\)")
+
+
+# The kernel's drive (the notebook's folder, mounted in Pyodide: the kernel reads and writes the
+# files next to the notebook) goes through the service worker. The pyodide-kernel extension 0.6.1
+# decides whether to mount it when it creates the kernel, from ServiceWorkerManager.enabled (a
+# registration is known), without waiting for the manager's `ready`; on a return visit the manager
+# (jupyterlite-core 0.6.4, _initialize) first unregisters every service worker (the version it keeps
+# in localStorage is written only on a visit the service worker controls, so the second visit finds
+# none), then registers it again, and the kernel was often created before that ended: no drive
+# ("Pyodide contents will NOT be synced with Jupyter Contents"). The extension's bundle is patched to
+# wait for `ready` (at most 10 s) before it decides; its file keeps its name, and the service
+# worker's version (a hash of every cached file) changes with it.
+_DRIVE_CHOICE = re.compile(r"(\w+)=!\(!\(null==(\w+)\?void 0:\2\.enabled\)&&!crossOriginIsolated\)")
+
+
+def kernel_drive(out: Path) -> Path:
+    """Patch the kernel extension of the site ``out`` to wait for the service worker before it decides
+    whether to mount the drive (see above); return the patched file."""
+    static = out / "extensions" / KERNEL_EXTENSION / "static"
+    found = [(f, text) for f in sorted(static.glob("*.js"))
+             if len(_DRIVE_CHOICE.findall(text := f.read_text(encoding="utf-8"))) == 1]
+    if len(found) != 1:
+        raise BundleError(f"{KERNEL_EXTENSION}: no single place where the kernel decides to mount its drive "
+                          f"({[f.name for f, _ in found]})")
+    path, text = found[0]
+    wait = (r"\1=!(!(null==\2?void 0:(await Promise.race([\2.ready.catch(()=>{}),"
+            r"new Promise(r=>setTimeout(r,1e4))]),\2.enabled))&&!crossOriginIsolated)")
+    path.write_text(_DRIVE_CHOICE.sub(wait, text), encoding="utf-8")
+    return path
 
 
 def kernel_prewarm(out: Path, kernel: dict) -> str:

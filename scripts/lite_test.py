@@ -104,8 +104,24 @@ async (text) => {
   await nb.scrollToItem(index, 'start');
 }
 """
+# what the kernel lists in its folder (the notebook's, when the kernel has its drive)
+LIST_FILES_JS = """
+async () => {
+  const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+  const future = kernel.requestExecute({code: "import os; print(sorted(os.listdir('.')))", store_history: false});
+  let out = '';
+  future.onIOPub = (m) => {
+    if (m.header.msg_type === 'stream') { out += m.content.text; }
+    else if (m.header.msg_type === 'error') { out += m.content.ename + ': ' + m.content.evalue; }
+  };
+  await future.done;
+  return out;
+}
+"""
+
 LIVE_CONTROL = "GPUs"  # the control the test drives (its label)
 LIVE_CALL = "llmmath.live import calculator"  # a cell with it shows the live calculator
+NO_DRIVE = "Pyodide contents will NOT be synced"  # the pyodide-kernel extension, when it mounts no drive
 
 
 async def drive_live_calculator(page, where: str, problems: list[str]) -> None:
@@ -153,6 +169,8 @@ async def run_chapter(context, base: str, slug: str, problems: list[str], log=pr
     events: list[str] = []
     page.on("console", lambda m: m.type == "error" and _console_error(m, events))
     page.on("pageerror", lambda e: events.append(f"page error: {e}"))
+    # the kernel without its drive (the notebook's folder not mounted: no file next to the notebook)
+    page.on("console", lambda m: NO_DRIVE in m.text and events.append(f"kernel without its drive: {m.text[:80]}"))
     page.on("requestfailed", lambda r: events.append(f"request failed: {r.url} ({r.failure})"))
     page.on("response", lambda r: r.status >= 400 and events.append(f"HTTP {r.status}: {r.url}"))
     t0 = time.perf_counter()
@@ -185,6 +203,10 @@ async def run_chapter(context, base: str, slug: str, problems: list[str], log=pr
         cells = await asyncio.wait_for(page.evaluate(RUN_ALL_JS), RUN_TIMEOUT_S)
         result["all"] = time.perf_counter() - t1
         result["live"] = any(LIVE_CALL in cell["source"] for cell in cells)
+        listed = await asyncio.wait_for(page.evaluate(LIST_FILES_JS), KERNEL_TIMEOUT_MS / 1000)
+        if f"'{slug}.ipynb'" not in listed:
+            problems.append(f"lite/{slug}: the kernel does not see the notebook's folder: os.listdir('.') "
+                            f"gave {listed.strip()[:200]!r}")
         if result["live"]:
             await drive_live_calculator(page, f"lite/{slug}", problems)
     except Exception as err:  # noqa: BLE001 - Playwright's errors and timeouts: report them
