@@ -997,8 +997,9 @@ def kernel_prewarm(out: Path, kernel: dict) -> str:
     name = f"kernel-prewarm.{hashlib.sha256(text.encode()).hexdigest()[:20]}.js"
     (static / name).write_text(text)
     page = (LITE_SRC / "kernel-prewarm-page.js").read_text()
+    app_version = json.loads((out / "jupyter-lite.json").read_text())["jupyter-config-data"]["appVersion"]
     fill = {"__LLMMATH_EXTENSION__": f"../extensions/{KERNEL_EXTENSION}/static/", "__LLMMATH_PREWARM__": name,
-            "__LLMMATH_KERNEL_WORKER__": workers[0].name}
+            "__LLMMATH_KERNEL_WORKER__": workers[0].name, "__LLMMATH_APP_VERSION__": app_version}
     for key, value in fill.items():
         page = page.replace(key, value)
     index = out / "notebooks" / "index.html"

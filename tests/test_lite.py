@@ -233,6 +233,7 @@ def test_the_kernel_worker_starts_early_under_a_hashed_name(tmp_path):
     (static / "352.cc74f63a8f779ace30b6.js").write_text("/* the kernel's worker */")
     (tmp_path / "notebooks").mkdir()
     (tmp_path / "notebooks" / "index.html").write_text("<html>\n  <head>\n  </head>\n</html>\n")
+    (tmp_path / "jupyter-lite.json").write_text(json.dumps({"jupyter-config-data": {"appVersion": "9.9.9"}}))
     kernel = {"pyodideUrl": "./static/pyodide-0123456789ab/pyodide.js",
               "loadPyodideOptions": {"packages": bundle.KERNEL_PACKAGES}}
     name = bundle.kernel_prewarm(tmp_path, kernel)
@@ -242,6 +243,7 @@ def test_the_kernel_worker_starts_early_under_a_hashed_name(tmp_path):
     assert "__LLMMATH_" not in worker and json.dumps(bundle.KERNEL_PACKAGES) in worker
     page = (tmp_path / "notebooks" / "index.html").read_text()
     assert name in page and "352.cc74f63a8f779ace30b6.js" in page and "__LLMMATH_" not in page
+    assert 'localStorage.setItem(key, "9.9.9")' in page  # the app's version, as jupyterlite-core writes it
     (static / "592.dfd0b9431bfb4edbbcd2.js").write_text("another version of the extension")
     with pytest.raises(bundle.BundleError):
         bundle.kernel_prewarm(tmp_path, kernel)
