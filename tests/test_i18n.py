@@ -102,6 +102,20 @@ def test_markup_check_catches_what_a_translation_must_keep():
         assert any(p.startswith("lost") and lost in p for p in problems), (wrong, problems)
 
 
+def test_tex_in_a_literal_is_no_role():
+    """``M_{i-1}`` followed by the literal's closing backticks is TeX, not a MyST role: read as one,
+    it paired the wrong backticks and asked a translation to repeat English prose as "code" (the
+    API page's backward-FLOPs docstrings), and a role right after Chinese text was still a role."""
+    msgid = ("Backward matmul FLOPs: ``sum_{i=1}^L 2 B M_{i-1} M_i`` (weight gradients) plus "
+             "``sum_{i=2}^L 2 B M_i M_{i-1}`` (activation gradients), plus ``2 B M_0 M_1`` if "
+             "``input_grad``.")
+    good = ("反向矩阵乘法 FLOPs：``sum_{i=1}^L 2 B M_{i-1} M_i`` （权重梯度）加上 "
+            "``sum_{i=2}^L 2 B M_i M_{i-1}`` （激活值梯度），带 ``input_grad`` 时再加上 "
+            "``2 B M_0 M_1``。")
+    assert i18n.markup_problems(msgid, good) == []
+    assert i18n.markup("见{ref}`sec-x`") == i18n.markup("see {ref}`sec-x`")
+
+
 def test_terminology_check():
     terms = [t for t in i18n.terminology(LANG)
              if t.english in ("activation", "activation function", "optimizer state", "token")]
